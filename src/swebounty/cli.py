@@ -1,0 +1,266 @@
+"""The `swebounty` command line: typer for parsing, rich for people."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.logging import RichHandler
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from swebounty.runs import EvalContext, evaluate_run, pair_submissions
+from swebounty.store import Store
+from swebounty.summary import write_run_report
+from swebounty.tasks import (
+    RecordError,
+    Submission,
+    Task,
+    Verdict,
+    empty_submissions,
+    gold_submissions,
+    load_predictions,
+    load_tasks,
+)
+
+app = typer.Typer(
+    help="Evaluate AI coding agents on fresh, hidden-test, dollar-valued tasks. No Docker needed.",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+)
+console = Console(stderr=True)
+out = Console()
+
+DEFAULT_CACHE = Path(os.environ.get("SWEBOUNTY_CACHE", "~/.cache/swebounty"))
+STATUS_STYLE = {
+    "resolved": "green",
+    "unresolved": "red",
+    "patch_failed": "yellow",
+    "error": "magenta",
+}
+
+CacheOpt = Annotated[
+    Path, typer.Option(help="environments, mirrors and the demo repo ($SWEBOUNTY_CACHE)")
+]
+RunsOpt = Annotated[Path, typer.Option(help="where runs.sqlite and the logs of every run go")]
+
+
+def _setup_logging(verbose: bool) -> None:
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.WARNING,
+        format="%(message)s",
+        handlers=[RichHandler(console=console, show_path=False)],
+    )
+
+
+def _fail(message: str) -> typer.Exit:
+    console.print(f"[bold red]error:[/] {message}")
+    return typer.Exit(2)
+
+
+def _show_record_errors(errors: list[RecordError]) -> None:
+    for err in errors[:20]:
+        console.print(f"[yellow]skipped[/] {err.source} {err.where}: {err.message}")
+    if len(errors) > 20:
+        console.print(f"[yellow]… and {len(errors) - 20} more record errors (see report.json)[/]")
+
+
+def _number_attempts(subs: list[Submission]) -> list[Submission]:
+    """Several predictions for one task without an explicit `attempt` become attempts 1, 2, …"""
+    seen: dict[str, set[int]] = {}
+    for sub in subs:
+        taken = seen.setdefault(sub.instance_id, set())
+        if "attempt" not in sub.model_fields_set:
+            sub.attempt = 1
+            while sub.attempt in taken:
+                sub.attempt += 1
+        taken.add(sub.attempt)
+    return subs
+
+
+def load_dataset(dataset: str, cache_dir: Path) -> tuple[list[Task], list[RecordError], Path | None]:
+    """Tasks of a dataset path, or of the bundled demo; also the repos dir the demo needs."""
+    if dataset == "demo":
+        from swebounty.demo import build_demo
+
+        repos_dir, tasks = build_demo(cache_dir.expanduser() / "demo")
+        return tasks, [], repos_dir
+    tasks, errors = load_tasks(dataset)
+    return tasks, errors, None
+
+
+@app.command("eval")
+def eval_cmd(
+    dataset: Annotated[
+        str | None, typer.Argument(help="tasks: SWE-bench .json/.jsonl/.parquet")
+    ] = None,
+    demo: Annotated[bool, typer.Option("--demo", help="use the bundled demo tasks")] = False,
+    gold: Annotated[bool, typer.Option("--gold", help="submit each task's reference patch")] = False,
+    empty: Annotated[bool, typer.Option("--empty", help="submit an empty patch")] = False,
+    predictions: Annotated[
+        list[Path] | None, typer.Option("--predictions", "-p", help="SWE-bench predictions file(s)")
+    ] = None,
+    run_id: Annotated[str | None, typer.Option(help="name of the run (resumes if it exists)")] = None,
+    workers: Annotated[int, typer.Option(help="tasks evaluated at once")] = 1,
+    instance_ids: Annotated[
+        list[str] | None, typer.Option("--instance-id", "-i", help="only these task ids")
+    ] = None,
+    repos_dir: Annotated[
+        Path | None, typer.Option(help="folder of clones named owner__name or owner/name")
+    ] = None,
+    runs_dir: RunsOpt = Path("runs"),
+    cache_dir: CacheOpt = DEFAULT_CACHE,
+    timeout: Annotated[float, typer.Option(help="seconds allowed for one task's tests")] = 1800.0,
+    force: Annotated[bool, typer.Option(help="redo attempts that already have a verdict")] = False,
+    unsafe: Annotated[
+        bool, typer.Option("--unsafe", help="run tests WITHOUT a sandbox (no user namespaces)")
+    ] = False,
+    python_dir: Annotated[
+        list[Path] | None, typer.Option(help="extra folders to look for interpreters in")
+    ] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Evaluate submissions on a dataset, resumably, and print a verdict per task."""
+    _setup_logging(verbose)
+    if demo == (dataset is not None):
+        raise _fail("give a DATASET or --demo (one of them)")
+    if sum([gold, empty, bool(predictions)]) != 1:
+        raise _fail("say what to evaluate: exactly one of --gold, --empty, --predictions FILE")
+    name = "demo" if demo else str(dataset)
+    try:
+        tasks, errors, demo_repos = load_dataset(name, cache_dir)
+    except (FileNotFoundError, ValueError) as exc:
+        raise _fail(str(exc)) from exc
+    if instance_ids:
+        wanted = set(instance_ids)
+        unknown = wanted - {t.instance_id for t in tasks}
+        if unknown:
+            raise _fail(f"no task named {', '.join(sorted(unknown))} in {name}")
+        tasks = [t for t in tasks if t.instance_id in wanted]
+
+    if gold:
+        subs, kind = gold_submissions(tasks), "gold"
+    elif empty:
+        subs, kind = empty_submissions(tasks), "empty"
+    else:
+        subs, kind = [], (predictions or [Path("predictions")])[0].stem
+        for pred in predictions or []:
+            try:
+                loaded, pred_errors = load_predictions(pred)
+            except FileNotFoundError as exc:
+                raise _fail(str(exc)) from exc
+            subs += loaded
+            errors += pred_errors
+        subs = _number_attempts(subs)
+        if instance_ids:
+            subs = [s for s in subs if s.instance_id in set(instance_ids)]
+    run_id = run_id or f"{Path(name).stem}-{kind}"
+
+    pairs, pair_errors = pair_submissions(tasks, subs, name)
+    errors += pair_errors
+    if unsafe:
+        console.print(
+            "[bold red on white] UNSAFE [/] tests run as plain processes with this user's rights:"
+            " a submitted patch can read, write and reach anything you can. Use only on a"
+            " throw-away machine without user namespaces."
+        )
+    try:
+        ctx = EvalContext.create(
+            cache_dir=cache_dir,
+            runs_dir=runs_dir,
+            repos_dir=repos_dir or demo_repos,
+            sandbox="unsafe" if unsafe else "bwrap",
+            timeout_s=timeout,
+            python_dirs=python_dir or [],
+        )
+    except RuntimeError as exc:
+        raise _fail(str(exc)) from exc
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    store = Store.open(ctx.runs_dir / "runs.sqlite")
+    store.ensure_run(
+        run_id,
+        dataset=name if demo else str(Path(name).resolve()),
+        config={"kind": kind, "repos_dir": str(ctx.repos_dir or ""), "timeout": timeout},
+        sandbox=ctx.sandbox.name,
+        unsafe=unsafe,
+    )
+    for err in errors:
+        store.add_record_error(run_id, err)
+    _show_record_errors(errors)
+
+    done = store.finished(run_id)
+    remaining = len(pairs) if force else sum(
+        (t.instance_id, s.attempt) not in done for t, s in pairs
+    )
+    counts: dict[str, int] = {}
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[counts]}"),
+        TimeElapsedColumn(),
+        console=console,
+    ) as progress:
+        bar = progress.add_task(f"eval {run_id}", total=remaining, counts="")
+
+        def on_verdict(v: Verdict) -> None:
+            counts[v.status] = counts.get(v.status, 0) + 1
+            text = " ".join(f"[{STATUS_STYLE[k]}]{k} {n}[/]" for k, n in sorted(counts.items()))
+            progress.update(bar, advance=1, counts=text)
+
+        evaluate_run(run_id, pairs, ctx, store, workers=workers, force=force, on_verdict=on_verdict)
+
+    verdicts = [v for v in store.verdicts(run_id) if v.instance_id in {t.instance_id for t in tasks}]
+    out.print(_verdict_table(run_id, verdicts))
+    report = write_run_report(
+        ctx.runs_dir / run_id / "report.json", run_id, tasks, store.submissions(run_id),
+        verdicts, store.record_errors(run_id), sandbox=ctx.sandbox.name, unsafe=unsafe,
+    )
+    out.print(
+        f"resolved {report['resolved_instances']}/{report['total_instances']}"
+        f" · report: {ctx.runs_dir / run_id / 'report.json'}"
+    )
+    if unsafe:
+        console.print("[bold red]This run was NOT sandboxed (--unsafe).[/]")
+
+
+def _verdict_table(run_id: str, verdicts: list[Verdict]) -> Table:
+    table = Table(title=f"run {run_id}")
+    for col in ("task", "attempt", "verdict", "FAIL_TO_PASS", "PASS_TO_PASS", "s", "why"):
+        table.add_column(col, overflow="fold")
+    for v in sorted(verdicts, key=lambda v: (v.instance_id, v.attempt)):
+        cells = []
+        for kind in ("FAIL_TO_PASS", "PASS_TO_PASS"):
+            tests = [t for t in v.tests if t.expected == kind]
+            ok = sum(t.status == "passed" for t in tests)
+            cells.append(f"{ok}/{len(tests)}" if tests else "-")
+        status = f"[{STATUS_STYLE[v.status]}]{v.status}[/]"
+        if v.empty_patch:
+            status += " (empty)"
+        why = v.reason.splitlines()[0][:80] if v.reason else ""
+        if v.hack_flags:
+            why = f"[yellow]flags: {', '.join(v.hack_flags)}[/] {why}"
+        table.add_row(v.instance_id, str(v.attempt), status, *cells, f"{v.seconds:.1f}", why)
+    return table
+
+
+@app.command("runs")
+def runs_cmd(runs_dir: RunsOpt = Path("runs")) -> None:
+    """List the runs in the store."""
+    store = Store.open(runs_dir.resolve() / "runs.sqlite")
+    table = Table(title="runs")
+    for col in ("run", "created", "dataset", "sandbox", "verdicts"):
+        table.add_column(col)
+    for run in store.runs():
+        n = len(store.finished(run["run_id"]))
+        sandbox = run["sandbox"] + (" [red](UNSAFE)[/]" if run["unsafe"] else "")
+        table.add_row(run["run_id"], str(run["created_at"]), run["dataset"], sandbox, str(n))
+    out.print(table)
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,66 @@
+"""The Sandbox protocol: run one command in a workspace under a Policy.
+
+Every backend takes the same inputs and returns the same `RunResult`, so the harness never
+knows which one it is using (like httpx transports). Paths inside the sandbox are the same as on
+the host: a mount makes a host path visible (read-only unless `writable`), nothing else of the
+harness's files is.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field
+
+
+class Mount(BaseModel):
+    """A host path made visible inside the sandbox at the same path."""
+
+    path: Path
+    writable: bool = False
+
+
+class Policy(BaseModel):
+    """Limits for one sandboxed command. Defaults suit a test suite run."""
+
+    timeout_s: float = Field(1800.0, description="wall clock; the whole process tree is killed")
+    cpu_s: int | None = Field(None, description="RLIMIT_CPU per process (default: timeout + 60)")
+    memory_bytes: int = Field(8 << 30, description="RLIMIT_AS per process")
+    file_size_bytes: int = Field(1 << 30, description="RLIMIT_FSIZE: largest file written")
+    max_procs: int = Field(512, description="processes of the sandbox user (RLIMIT_NPROC)")
+    output_limit_bytes: int = Field(4 << 20, description="stdout/stderr kept, each")
+    network: bool = Field(False, description="allow network access (never for grading)")
+    env: dict[str, str] = Field(default_factory=dict, description="the whole environment")
+
+
+class RunResult(BaseModel):
+    """What a sandboxed command did."""
+
+    returncode: int
+    stdout: str = ""
+    stderr: str = ""
+    timed_out: bool = False
+    truncated: bool = False
+    seconds: float = 0.0
+
+
+@runtime_checkable
+class Sandbox(Protocol):
+    """Runs argv with `workdir` writable and `mounts` visible; nothing else of the host's files."""
+
+    name: str
+    isolated: bool  # False only for the --unsafe backend: reports say so
+
+    def run(
+        self,
+        argv: list[str],
+        *,
+        workdir: Path,
+        mounts: list[Mount],
+        policy: Policy,
+    ) -> RunResult: ...
+
+    def prepare_workdir(self, path: Path) -> None:
+        """Make `path` (a workspace or output dir) writable by the sandbox's user."""
+        ...

@@ -1,0 +1,50 @@
+"""A run's `report.json`: SWE-bench's summary fields (so existing tooling reads it) plus ours."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from swebounty.scoring import score_run, swebench_summary
+from swebounty.tasks import RecordError, Submission, Task, Verdict
+
+
+def run_report(
+    run_id: str,
+    tasks: list[Task],
+    submissions: list[Submission],
+    verdicts: list[Verdict],
+    record_errors: list[RecordError],
+    *,
+    sandbox: str,
+    unsafe: bool,
+) -> dict[str, Any]:
+    report = swebench_summary(tasks, submissions, verdicts)
+    report["run_id"] = run_id
+    report["sandbox"] = sandbox
+    report["unsafe"] = unsafe
+    report["record_errors"] = [e.model_dump() for e in record_errors]
+    report["swebounty"] = score_run(tasks, submissions, verdicts).model_dump(mode="json")
+    return report
+
+
+def write_run_report(
+    path: Path,
+    run_id: str,
+    tasks: list[Task],
+    submissions: list[Submission],
+    verdicts: list[Verdict],
+    record_errors: list[RecordError],
+    *,
+    sandbox: str,
+    unsafe: bool,
+) -> dict[str, Any]:
+    report = run_report(
+        run_id, tasks, submissions, verdicts, record_errors, sandbox=sandbox, unsafe=unsafe
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(report, indent=2, default=str), encoding="utf-8")
+    tmp.replace(path)
+    return report

@@ -1,0 +1,317 @@
+"""Task, Submission and Verdict: the data that crosses every boundary (files, CLI, store).
+
+Reads SWE-bench datasets (`.json` list, `.jsonl`, `.parquet`; FAIL_TO_PASS/PASS_TO_PASS as lists
+or JSON strings; extra fields kept) and SWE-bench predictions (`.jsonl`, `.json` list, `.json`
+dict keyed by instance id). Bad records never stop a load: they come back as `RecordError`s so
+the caller can report each one and go on.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+log = logging.getLogger(__name__)
+
+TestStatus = Literal["passed", "failed", "error", "skipped", "missing"]
+VerdictStatus = Literal["resolved", "unresolved", "patch_failed", "error"]
+
+
+class EnvSpec(BaseModel):
+    """How to build a task's runtime. Every field is optional: what is missing is inferred."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    python: str | None = Field(None, description="interpreter version ('3.11') or path")
+    cutoff: datetime | None = Field(None, description="resolve dependencies as of this date")
+    install: list[str] = Field(default_factory=list, description="pip requirement specifiers")
+    extras: list[str] = Field(default_factory=list, description="extras of the project")
+    requirements: list[str] = Field(
+        default_factory=list, description="requirement files of the repo"
+    )
+    install_project: bool = Field(True, description="install the workspace's own package")
+    test_cmd: list[str] | None = Field(None, description="test runner argv before the test files")
+    env: dict[str, str] = Field(default_factory=dict, description="variables for the tests")
+
+
+class Task(BaseModel):
+    """One unit of work. Field names follow SWE-bench so its datasets load as they are."""
+
+    model_config = ConfigDict(extra="allow")
+
+    instance_id: str
+    repo: str
+    base_commit: str
+    problem_statement: str = ""
+    hints_text: str = ""
+    patch: str = Field("", description="the reference (gold) patch")
+    test_patch: str = ""
+    FAIL_TO_PASS: list[str] = Field(default_factory=list)
+    PASS_TO_PASS: list[str] = Field(default_factory=list)
+    created_at: datetime | None = None
+    version: str | None = None
+    environment_setup_commit: str | None = None
+    value_usd: float | None = None
+    value_source: str | None = None
+    kind: Literal["fix", "pick"] = "fix"
+    proposals: list[str] = Field(default_factory=list, description="pick tasks: the candidates")
+    accepted_proposal: int | None = Field(None, description="pick tasks: index of the real choice")
+    env_spec: EnvSpec | None = None
+    repo_url: str | None = Field(None, description="where to clone from, if not GitHub")
+
+    @field_validator("FAIL_TO_PASS", "PASS_TO_PASS", mode="before")
+    @classmethod
+    def _json_string_list(cls, value: Any) -> Any:
+        # SWE-bench ships these as JSON strings in some exports and as lists in others.
+        if isinstance(value, str):
+            value = json.loads(value) if value.strip() else []
+        if value is None:
+            return []
+        return value
+
+    @field_validator("hints_text", "problem_statement", mode="before")
+    @classmethod
+    def _none_is_empty(cls, value: Any) -> Any:
+        return "" if value is None else value
+
+    @property
+    def owner_name(self) -> str:
+        """`owner__name`, the folder name SWE-bench tooling uses for a repo."""
+        return self.repo.replace("/", "__")
+
+
+class Submission(BaseModel):
+    """What an agent (or a predictions file) proposes for one task."""
+
+    model_config = ConfigDict(extra="allow")
+
+    instance_id: str
+    model_name_or_path: str = "unknown"
+    model_patch: str | None = None
+    attempt: int = 1
+    pick: int | None = None
+    cost_usd: float | None = None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    seconds: float | None = None
+
+    @property
+    def is_empty(self) -> bool:
+        """An empty or null patch is a skip (as in the Kprize), not a wrong answer."""
+        return self.pick is None and not (self.model_patch or "").strip()
+
+
+class TestResult(BaseModel):
+    """One expected test id and what became of it."""
+
+    test_id: str
+    expected: Literal["FAIL_TO_PASS", "PASS_TO_PASS"]
+    status: TestStatus
+    message: str = ""
+
+
+class Verdict(BaseModel):
+    """The graded outcome of one attempt."""
+
+    instance_id: str
+    attempt: int = 1
+    model_name_or_path: str = "unknown"
+    status: VerdictStatus
+    empty_patch: bool = False
+    reason: str = Field("", description="why, in words, for anything but resolved")
+    tests: list[TestResult] = Field(default_factory=list)
+    hack_flags: list[str] = Field(default_factory=list)
+    patch_method: str | None = Field(None, description="how the patch applied: git, 3way, fuzz")
+    exit_code: int | None = None
+    env_key: str | None = None
+    seconds: float = 0.0
+    log_dir: str | None = None
+    sandbox: str | None = None
+
+    @property
+    def resolved(self) -> bool:
+        return self.status == "resolved"
+
+
+class RecordError(BaseModel):
+    """A record that could not be read, with where it came from and what to do."""
+
+    source: str
+    where: str
+    message: str
+
+
+# ---------------------------------------------------------------------------- datasets
+
+
+def _records(path: Path) -> Iterator[tuple[str, Any]]:
+    """Yield (location, raw record) from .jsonl, .json (list or dict) or .parquet files.
+
+    A malformed JSON line yields (location, exception) instead of stopping the read.
+    """
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        for i, row in enumerate(pq.read_table(path).to_pylist()):
+            yield f"row {i}", row
+        return
+    raw = path.read_bytes()
+    text = raw.decode("utf-8", errors="replace")
+    if suffix == ".jsonl" or (suffix != ".json" and not text.lstrip().startswith(("[", "{"))):
+        yield from _jsonl_text(text)
+        return
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        # A .json file that is really JSON lines: common enough to accept.
+        yield from _jsonl_text(text)
+        return
+    if isinstance(data, list):
+        for i, item in enumerate(data):
+            yield f"item {i}", item
+    elif isinstance(data, dict):
+        for key, item in data.items():
+            if isinstance(item, dict):
+                item = {"instance_id": key, **item}
+            yield f"key {key!r}", item
+    else:
+        yield "file", ValueError(f"expected a JSON list or object, got {type(data).__name__}")
+
+
+def _jsonl_text(text: str) -> Iterator[tuple[str, Any]]:
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            yield f"line {lineno}", json.loads(line)
+        except json.JSONDecodeError as exc:
+            yield f"line {lineno}", exc
+
+
+def _parse(path: Path, model: type[BaseModel]) -> tuple[list[Any], list[RecordError]]:
+    items: list[Any] = []
+    errors: list[RecordError] = []
+    for where, raw in _records(path):
+        if isinstance(raw, Exception):
+            errors.append(RecordError(source=str(path), where=where, message=f"not JSON: {raw}"))
+            continue
+        if not isinstance(raw, dict):
+            errors.append(
+                RecordError(source=str(path), where=where, message="expected a JSON object")
+            )
+            continue
+        try:
+            items.append(model.model_validate(raw))
+        except (ValidationError, ValueError) as exc:
+            errors.append(
+                RecordError(source=str(path), where=where, message=_short_validation(exc))
+            )
+    return items, errors
+
+
+def _short_validation(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        parts = [f"{'.'.join(map(str, e['loc'])) or 'record'}: {e['msg']}" for e in exc.errors()]
+        return "; ".join(parts[:5])
+    return str(exc)
+
+
+def load_tasks(path: str | Path) -> tuple[list[Task], list[RecordError]]:
+    """Read a dataset; duplicate instance ids keep the first and report the rest."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"dataset {path} does not exist")
+    tasks, errors = _parse(path, Task)
+    seen: set[str] = set()
+    unique: list[Task] = []
+    for task in tasks:
+        if task.instance_id in seen:
+            errors.append(
+                RecordError(
+                    source=str(path),
+                    where=task.instance_id,
+                    message="duplicate instance_id; the first one is used",
+                )
+            )
+            continue
+        seen.add(task.instance_id)
+        unique.append(task)
+    return unique, errors
+
+
+def load_predictions(path: str | Path) -> tuple[list[Submission], list[RecordError]]:
+    """Read predictions in SWE-bench's shapes. Patches that are not valid UTF-8 are reported."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"predictions file {path} does not exist")
+    raw = path.read_bytes()
+    errors: list[RecordError] = []
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        # Decoding with replacement would silently corrupt a patch; flag the records instead.
+        errors.extend(_non_utf8_records(path, raw, exc))
+    subs, parse_errors = _parse(path, Submission)
+    errors.extend(parse_errors)
+    bad = {e.where for e in errors if e.message.startswith("patch is not valid UTF-8")}
+    subs = [s for s in subs if s.instance_id not in bad]
+    return subs, errors
+
+
+def _non_utf8_records(path: Path, raw: bytes, exc: UnicodeDecodeError) -> list[RecordError]:
+    errors = []
+    for line in raw.splitlines():
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError:
+            text = line.decode("utf-8", errors="replace")
+            try:
+                instance_id = json.loads(text).get("instance_id", "?")
+            except (json.JSONDecodeError, AttributeError):
+                instance_id = "?"
+            errors.append(
+                RecordError(
+                    source=str(path),
+                    where=instance_id,
+                    message="patch is not valid UTF-8; re-encode the patch as UTF-8",
+                )
+            )
+    if not errors:
+        errors.append(
+            RecordError(source=str(path), where="file", message=f"not valid UTF-8: {exc}")
+        )
+    return errors
+
+
+def gold_submissions(tasks: Iterable[Task]) -> list[Submission]:
+    """The reference patch of every task, as submissions (`--gold`)."""
+    return [
+        Submission(
+            instance_id=t.instance_id,
+            model_name_or_path="gold",
+            model_patch=t.patch,
+            pick=t.accepted_proposal if t.kind == "pick" else None,
+        )
+        for t in tasks
+    ]
+
+
+def empty_submissions(tasks: Iterable[Task]) -> list[Submission]:
+    """An empty patch for every task (`--empty`): checks that FAIL_TO_PASS really fail."""
+    return [
+        Submission(instance_id=t.instance_id, model_name_or_path="empty", model_patch="")
+        for t in tasks
+    ]
+
+
+def write_jsonl(path: str | Path, items: Iterable[BaseModel]) -> None:
+    with Path(path).open("w", encoding="utf-8") as fh:
+        for item in items:
+            fh.write(item.model_dump_json() + "\n")

@@ -1,0 +1,175 @@
+"""Datasets and predictions in every shape SWE-bench tooling produces."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import swebounty
+from swebounty.tasks import (
+    Submission,
+    Task,
+    empty_submissions,
+    gold_submissions,
+    load_predictions,
+    load_tasks,
+)
+
+RAW = {
+    "repo": "octo/lib",
+    "instance_id": "octo__lib-1",
+    "base_commit": "a" * 40,
+    "patch": "diff --git a/x b/x\n",
+    "test_patch": "diff --git a/t b/t\n",
+    "problem_statement": "it breaks",
+    "hints_text": None,
+    "created_at": "2024-05-01T10:00:00Z",
+    "version": "1.0",
+    "FAIL_TO_PASS": '["tests/test_a.py::test_one"]',
+    "PASS_TO_PASS": '["tests/test_a.py::test_two", "tests/test_a.py::test_p[a b"]',
+    "environment_setup_commit": "b" * 40,
+    "patch_files": ["x"],
+    "patch_diff_details": {"x": {"diffs": []}},
+}
+
+
+def _second() -> dict[str, object]:
+    raw = dict(RAW, instance_id="octo__lib-2")
+    raw["FAIL_TO_PASS"] = ["tests/test_b.py::test_list_form"]
+    raw["PASS_TO_PASS"] = []
+    return raw
+
+
+def _check(tasks: list[Task]) -> None:
+    assert [t.instance_id for t in tasks] == ["octo__lib-1", "octo__lib-2"]
+    first, second = tasks
+    assert first.FAIL_TO_PASS == ["tests/test_a.py::test_one"]
+    assert first.PASS_TO_PASS[1] == "tests/test_a.py::test_p[a b"
+    assert second.FAIL_TO_PASS == ["tests/test_b.py::test_list_form"]
+    assert first.hints_text == ""
+    assert first.created_at is not None and first.created_at.year == 2024
+    # extra fields are tolerated and kept
+    assert first.model_extra is not None and first.model_extra["patch_files"] == ["x"]
+    assert first.owner_name == "octo__lib"
+
+
+def test_json_list(tmp_path: Path) -> None:
+    path = tmp_path / "d.json"
+    path.write_text(json.dumps([RAW, _second()]))
+    tasks, errors = load_tasks(path)
+    assert errors == []
+    _check(tasks)
+
+
+def test_jsonl(tmp_path: Path) -> None:
+    path = tmp_path / "d.jsonl"
+    path.write_text(json.dumps(RAW) + "\n\n" + json.dumps(_second()) + "\n")
+    tasks, errors = load_tasks(path)
+    assert errors == []
+    _check(tasks)
+
+
+def test_parquet(tmp_path: Path) -> None:
+    rows = [dict(RAW), _second()]
+    for row in rows:  # parquet columns need one type: SWE-bench's parquet keeps JSON strings
+        row["FAIL_TO_PASS"] = json.dumps(row["FAIL_TO_PASS"]) if isinstance(
+            row["FAIL_TO_PASS"], list
+        ) else row["FAIL_TO_PASS"]
+        row["PASS_TO_PASS"] = json.dumps(row["PASS_TO_PASS"]) if isinstance(
+            row["PASS_TO_PASS"], list
+        ) else row["PASS_TO_PASS"]
+        row.pop("patch_diff_details")
+    path = tmp_path / "d.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    tasks, errors = load_tasks(path)
+    assert errors == []
+    assert [t.instance_id for t in tasks] == ["octo__lib-1", "octo__lib-2"]
+    assert tasks[1].FAIL_TO_PASS == ["tests/test_b.py::test_list_form"]
+
+
+def test_malformed_line_and_missing_field_are_reported_and_skipped(tmp_path: Path) -> None:
+    bad = {k: v for k, v in RAW.items() if k != "base_commit"}
+    path = tmp_path / "d.jsonl"
+    path.write_text("\n".join([json.dumps(RAW), "{not json", json.dumps(bad), json.dumps(RAW)]))
+    tasks, errors = load_tasks(path)
+    assert [t.instance_id for t in tasks] == ["octo__lib-1"]
+    messages = " | ".join(f"{e.where}: {e.message}" for e in errors)
+    assert "line 2: not JSON" in messages
+    assert "line 3: base_commit" in messages
+    assert "duplicate instance_id" in messages
+
+
+def test_missing_dataset_file_says_so(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        load_tasks(tmp_path / "nope.json")
+
+
+PREDS = [
+    {"instance_id": "octo__lib-1", "model_name_or_path": "m", "model_patch": "diff"},
+    {"instance_id": "octo__lib-2", "model_name_or_path": "m", "model_patch": None},
+]
+
+
+@pytest.mark.parametrize("shape", ["jsonl", "list", "dict"])
+def test_prediction_shapes(tmp_path: Path, shape: str) -> None:
+    if shape == "jsonl":
+        path = tmp_path / "p.jsonl"
+        path.write_text("\n".join(json.dumps(p) for p in PREDS))
+    elif shape == "list":
+        path = tmp_path / "p.json"
+        path.write_text(json.dumps(PREDS))
+    else:
+        path = tmp_path / "p.json"
+        path.write_text(json.dumps({p["instance_id"]: p for p in PREDS}))
+    subs, errors = load_predictions(path)
+    assert errors == []
+    assert [(s.instance_id, s.model_patch) for s in subs] == [
+        ("octo__lib-1", "diff"),
+        ("octo__lib-2", None),
+    ]
+    assert not subs[0].is_empty and subs[1].is_empty
+
+
+def test_dict_predictions_without_instance_id_inside(tmp_path: Path) -> None:
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({"octo__lib-1": {"model_patch": "d", "model_name_or_path": "m"}}))
+    subs, errors = load_predictions(path)
+    assert errors == [] and subs[0].instance_id == "octo__lib-1"
+
+
+def test_non_utf8_patch_is_a_record_error(tmp_path: Path) -> None:
+    good = json.dumps(PREDS[0]).encode()
+    bad = b'{"instance_id": "octo__lib-2", "model_patch": "caf\xe9"}'
+    path = tmp_path / "p.jsonl"
+    path.write_bytes(good + b"\n" + bad + b"\n")
+    subs, errors = load_predictions(path)
+    assert [s.instance_id for s in subs] == ["octo__lib-1"]
+    assert len(errors) == 1 and errors[0].where == "octo__lib-2"
+    assert "UTF-8" in errors[0].message
+
+
+def test_gold_and_empty_submissions(tmp_path: Path) -> None:
+    tasks = [Task.model_validate(RAW)]
+    (gold,) = gold_submissions(tasks)
+    (empty,) = empty_submissions(tasks)
+    assert gold.model_patch == RAW["patch"] and not gold.is_empty
+    assert empty.is_empty and empty.model_name_or_path == "empty"
+
+
+def test_submission_extra_fields_kept() -> None:
+    sub = Submission.model_validate(
+        {"instance_id": "x", "model_patch": "d", "attempt": 3, "cost_usd": 0.5, "note": "hi"}
+    )
+    assert sub.attempt == 3 and sub.cost_usd == 0.5
+    assert sub.model_extra == {"note": "hi"}
+
+
+def test_public_api_is_exactly_all() -> None:
+    public = {name for name in dir(swebounty) if not name.startswith("_")}
+    # submodules imported as a side effect of importing the package are not API
+    public -= {"tasks", "sandbox"}
+    assert public == set(swebounty.__all__)
