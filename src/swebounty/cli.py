@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -13,7 +15,9 @@ from rich.logging import RichHandler
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from swebounty.report import ReportRun, render_table, write_report
 from swebounty.runs import EvalContext, evaluate_run, pair_submissions
+from swebounty.scoring import score_run
 from swebounty.store import Store
 from swebounty.summary import write_run_report
 from swebounty.tasks import (
@@ -82,13 +86,15 @@ def _number_attempts(subs: list[Submission]) -> list[Submission]:
     return subs
 
 
-def load_dataset(dataset: str, cache_dir: Path) -> tuple[list[Task], list[RecordError], Path | None]:
+def load_dataset(
+    dataset: str, cache_dir: Path
+) -> tuple[list[Task], list[RecordError], Path | None]:
     """Tasks of a dataset path, or of the bundled demo; also the repos dir the demo needs."""
     if dataset == "demo":
         from swebounty.demo import build_demo
 
-        repos_dir, tasks = build_demo(cache_dir.expanduser() / "demo")
-        return tasks, [], repos_dir
+        mirror, tasks = build_demo(cache_dir.expanduser() / "demo")
+        return tasks, [], mirror.parent
     tasks, errors = load_tasks(dataset)
     return tasks, errors, None
 
@@ -99,12 +105,16 @@ def eval_cmd(
         str | None, typer.Argument(help="tasks: SWE-bench .json/.jsonl/.parquet")
     ] = None,
     demo: Annotated[bool, typer.Option("--demo", help="use the bundled demo tasks")] = False,
-    gold: Annotated[bool, typer.Option("--gold", help="submit each task's reference patch")] = False,
+    gold: Annotated[
+        bool, typer.Option("--gold", help="submit each task's reference patch")
+    ] = False,
     empty: Annotated[bool, typer.Option("--empty", help="submit an empty patch")] = False,
     predictions: Annotated[
         list[Path] | None, typer.Option("--predictions", "-p", help="SWE-bench predictions file(s)")
     ] = None,
-    run_id: Annotated[str | None, typer.Option(help="name of the run (resumes if it exists)")] = None,
+    run_id: Annotated[
+        str | None, typer.Option(help="name of the run (resumes if it exists)")
+    ] = None,
     workers: Annotated[int, typer.Option(help="tasks evaluated at once")] = 1,
     instance_ids: Annotated[
         list[str] | None, typer.Option("--instance-id", "-i", help="only these task ids")
@@ -193,8 +203,8 @@ def eval_cmd(
     _show_record_errors(errors)
 
     done = store.finished(run_id)
-    remaining = len(pairs) if force else sum(
-        (t.instance_id, s.attempt) not in done for t, s in pairs
+    remaining = (
+        len(pairs) if force else sum((t.instance_id, s.attempt) not in done for t, s in pairs)
     )
     counts: dict[str, int] = {}
     with Progress(
@@ -214,11 +224,19 @@ def eval_cmd(
 
         evaluate_run(run_id, pairs, ctx, store, workers=workers, force=force, on_verdict=on_verdict)
 
-    verdicts = [v for v in store.verdicts(run_id) if v.instance_id in {t.instance_id for t in tasks}]
+    verdicts = [
+        v for v in store.verdicts(run_id) if v.instance_id in {t.instance_id for t in tasks}
+    ]
     out.print(_verdict_table(run_id, verdicts))
     report = write_run_report(
-        ctx.runs_dir / run_id / "report.json", run_id, tasks, store.submissions(run_id),
-        verdicts, store.record_errors(run_id), sandbox=ctx.sandbox.name, unsafe=unsafe,
+        ctx.runs_dir / run_id / "report.json",
+        run_id,
+        tasks,
+        store.submissions(run_id),
+        verdicts,
+        store.record_errors(run_id),
+        sandbox=ctx.sandbox.name,
+        unsafe=unsafe,
     )
     out.print(
         f"resolved {report['resolved_instances']}/{report['total_instances']}"
@@ -260,6 +278,89 @@ def runs_cmd(runs_dir: RunsOpt = Path("runs")) -> None:
         sandbox = run["sandbox"] + (" [red](UNSAFE)[/]" if run["unsafe"] else "")
         table.add_row(run["run_id"], str(run["created_at"]), run["dataset"], sandbox, str(n))
     out.print(table)
+
+
+def _load_runs(
+    run_ids: list[str], runs_dir: Path, cache_dir: Path
+) -> tuple[Store, list[tuple[dict[str, Any], list[Task]]]]:
+    store = Store.open(runs_dir.resolve() / "runs.sqlite")
+    loaded = []
+    for run_id in run_ids:
+        info = store.run(run_id)
+        if info is None:
+            raise _fail(f"no run {run_id!r} in {runs_dir}; `swebounty runs` lists them")
+        try:
+            tasks, _, _ = load_dataset(info["dataset"], cache_dir)
+        except FileNotFoundError as exc:
+            raise _fail(f"run {run_id}: {exc} (the run's dataset moved?)") from exc
+        loaded.append((info, tasks))
+    return store, loaded
+
+
+def _parse_date(value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        return datetime.fromisoformat(value).replace(tzinfo=timezone.utc)
+    except ValueError as exc:
+        raise _fail(f"--model-cutoff {value!r} is not a date like 2025-06-30") from exc
+
+
+@app.command("score")
+def score_cmd(
+    run_ids: Annotated[list[str], typer.Argument(help="runs to score")],
+    model_cutoff: Annotated[
+        str | None, typer.Option(help="the model's training cutoff (YYYY-MM-DD)")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False,
+    output: Annotated[Path | None, typer.Option("-o", help="also write the JSON here")] = None,
+    runs_dir: RunsOpt = Path("runs"),
+    cache_dir: CacheOpt = DEFAULT_CACHE,
+) -> None:
+    """Resolve rate, dollars, Kprize score, pass@k, cost and breakdowns of runs."""
+    cutoff = _parse_date(model_cutoff)
+    store, loaded = _load_runs(run_ids, runs_dir, cache_dir)
+    scores = [
+        score_run(
+            tasks,
+            store.submissions(info["run_id"]),
+            store.verdicts(info["run_id"]),
+            model_cutoff=cutoff,
+            run_id=info["run_id"],
+        )
+        for info, tasks in loaded
+    ]
+    payload = json.dumps([s.model_dump(mode="json") for s in scores], indent=2)
+    if output:
+        output.write_text(payload, encoding="utf-8")
+    if as_json:
+        out.print_json(payload)
+    else:
+        out.print(render_table(scores))
+
+
+@app.command("report")
+def report_cmd(
+    run_ids: Annotated[list[str], typer.Argument(help="runs to put in the report")],
+    output: Annotated[Path, typer.Option("-o", help="the HTML file to write")] = Path(
+        "report.html"
+    ),
+    model_cutoff: Annotated[
+        str | None, typer.Option(help="the model's training cutoff (YYYY-MM-DD)")
+    ] = None,
+    runs_dir: RunsOpt = Path("runs"),
+    cache_dir: CacheOpt = DEFAULT_CACHE,
+) -> None:
+    """Write one self-contained HTML report (works offline) of runs."""
+    cutoff = _parse_date(model_cutoff)
+    store, loaded = _load_runs(run_ids, runs_dir, cache_dir)
+    report_runs = []
+    for info, tasks in loaded:
+        subs, verdicts = store.submissions(info["run_id"]), store.verdicts(info["run_id"])
+        score = score_run(tasks, subs, verdicts, model_cutoff=cutoff, run_id=info["run_id"])
+        report_runs.append(ReportRun(score, info, tasks, verdicts, subs))
+    path = write_report(report_runs, output)
+    out.print(f"report: {path}")
 
 
 def main() -> None:

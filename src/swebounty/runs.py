@@ -22,11 +22,18 @@ from swebounty.envs import EnvBuildError, EnvManager
 from swebounty.grading import grade
 from swebounty.patches import PatchError, apply_patch, files_in_patch, reset_files
 from swebounty.repos import RepoError, commit_date, ensure_mirror, make_workspace
-from swebounty.sandbox import Sandbox, get_sandbox
+from swebounty.sandbox import Sandbox, SandboxError, get_sandbox
 from swebounty.sandbox.base import Mount, Policy
 from swebounty.store import Store
 from swebounty.tasks import RecordError, Submission, Task, Verdict
-from swebounty.testing import TestOutcome, cross_check, parse_junit, pytest_command, test_files
+from swebounty.testing import (
+    JUnitError,
+    TestOutcome,
+    cross_check,
+    parse_junit,
+    pytest_command,
+    test_files,
+)
 
 log = logging.getLogger(__name__)
 
@@ -104,11 +111,12 @@ def run_tests(task: Task, patch: str, ctx: EvalContext, log_dir: Path) -> TestRu
     start = time.monotonic()
     log_dir.mkdir(parents=True, exist_ok=True)
     _write(log_dir / "patch.diff", patch)
-    result = TestRun(test_files=test_files(task.test_patch))
+    expected = task.FAIL_TO_PASS + task.PASS_TO_PASS
+    result = TestRun(test_files=test_files(task.test_patch, expected=expected))
     scratch = ctx.work_dir / f"{task.instance_id}-{uuid.uuid4().hex[:8]}"
     try:
         _run_tests_in(task, patch, ctx, log_dir, scratch, result)
-    except (RepoError, EnvBuildError) as exc:
+    except (RepoError, EnvBuildError, SandboxError) as exc:
         result.error = str(exc)
     except Exception as exc:  # a harness bug must not take the run down with it
         log.exception("evaluating %s failed", task.instance_id)
@@ -158,7 +166,9 @@ def _run_tests_in(
     policy = ctx.policy.model_copy(update={"env": task_env.env})
 
     if task_env.setup_argv:
-        setup = ctx.sandbox.run(task_env.setup_argv, workdir=workspace, mounts=mounts, policy=policy)
+        setup = ctx.sandbox.run(
+            task_env.setup_argv, workdir=workspace, mounts=mounts, policy=policy
+        )
         _write(log_dir / "setup_output.txt", setup.stdout + "\n--- stderr ---\n" + setup.stderr)
         if setup.returncode != 0 or setup.timed_out:
             touched = files_in_patch(patch)
@@ -177,7 +187,10 @@ def _run_tests_in(
     result.exit_code = run.returncode
     if junit.exists():
         shutil.copyfile(junit, log_dir / "junit.xml")
-        result.outcomes = parse_junit(junit)
+        try:
+            result.outcomes = parse_junit(junit, files=result.test_files)
+        except JUnitError as exc:
+            log.warning("%s: unusable JUnit XML: %s", task.instance_id, exc)
     if run.timed_out:
         result.error = f"tests timed out after {ctx.policy.timeout_s:.0f} s"
         return
@@ -207,9 +220,8 @@ def evaluate_one(task: Task, submission: Submission, ctx: EvalContext, log_dir: 
             exit_code=tr.exit_code,
             patch_method=tr.patch_method if not tr.patch_error else None,
             infra_error=tr.error,
+            patch_error=tr.patch_error,
         )
-        if tr.patch_error and not verdict.reason:
-            verdict.reason = tr.patch_error
         verdict.env_key = tr.env_key
     verdict.seconds = time.monotonic() - start
     verdict.log_dir = str(log_dir)

@@ -1,0 +1,269 @@
+"""Commands `collect`, `validate`, `seal` and `verify-seal`; `register(app)` mounts them."""
+
+from __future__ import annotations
+
+import logging
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from swebounty.collect.filters import FILTERS, FilterConfig
+from swebounty.collect.github import GitHubClient, GitHubError
+from swebounty.collect.mining import GitError
+from swebounty.collect.pipeline import CollectOptions, collect, parse_repo_arg
+from swebounty.collect.pricing import PricingConfig
+from swebounty.collect.seal import SealError, seal, verify_seal
+from swebounty.collect.split import SplitRules
+from swebounty.tasks import load_tasks
+
+log = logging.getLogger(__name__)
+console = Console(stderr=True)
+DEFAULT_CACHE = Path(os.environ.get("SWEBOUNTY_CACHE", "~/.cache/swebounty"))
+
+
+def parse_date(value: str, option: str) -> datetime:
+    """YYYY-MM-DD or ISO 8601; a date without a zone is UTC."""
+    try:
+        parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise typer.BadParameter(
+            f"{value!r} is not a date; write YYYY-MM-DD or an ISO 8601 time", param_hint=option
+        ) from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+def _fail(message: str) -> typer.Exit:
+    console.print(f"[bold red]error:[/] {message}")
+    return typer.Exit(2)
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[last]}"),
+        console=console,
+    )
+
+
+def collect_cmd(
+    repos: Annotated[list[str], typer.Argument(help="clone paths (git-only), or owner/name")],
+    since: Annotated[str, typer.Option(help="keep fixes and issues created on or after")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="candidates JSONL")] = Path(
+        "candidates.jsonl"
+    ),
+    until: Annotated[str | None, typer.Option(help="keep fixes landed before this date")] = None,
+    repo_path: Annotated[
+        Path | None, typer.Option(help="the local clone of a single owner/name REPO")
+    ] = None,
+    test_pattern: Annotated[
+        list[str] | None, typer.Option(help="extra glob marking test files (repeatable)")
+    ] = None,
+    no_filter: Annotated[
+        list[str] | None, typer.Option(help=f"switch a filter off: {', '.join(FILTERS)}")
+    ] = None,
+    hourly_rate: Annotated[float, typer.Option(help="USD per estimated hour")] = 100.0,
+    allow_unlinked: Annotated[
+        bool, typer.Option(help="API mode: keep PRs without a linked issue")
+    ] = False,
+    git_only: Annotated[
+        bool, typer.Option(help="never call the API; owner/name=CLONE only names the repo")
+    ] = False,
+    no_direct_commits: Annotated[
+        bool, typer.Option(help="git-only: mine merged PRs only, not direct fix commits")
+    ] = False,
+    cache_dir: Annotated[Path, typer.Option(help="GitHub answers are cached here")] = DEFAULT_CACHE,
+    max_wait: Annotated[float, typer.Option(help="longest rate-limit wait, seconds")] = 3700.0,
+    fresh: Annotated[
+        bool, typer.Option(help="start over instead of resuming from the output files")
+    ] = False,
+) -> None:
+    """Mine fixes created in a date window into candidate tasks (resumable)."""
+    start = parse_date(since, "--since")
+    end = parse_date(until, "--until") if until else None
+    if end is not None and end <= start:
+        raise _fail("--until must be after --since")
+    try:
+        sources = [parse_repo_arg(r, repo_path, git_only=git_only) for r in repos]
+    except (GitError, ValueError) as exc:
+        raise _fail(str(exc)) from None
+    rules = SplitRules()
+    rules.test_globs += list(test_pattern or [])
+    off = set(no_filter or [])
+    if off - set(FILTERS):
+        raise _fail(f"unknown filter(s) {sorted(off - set(FILTERS))}; known: {', '.join(FILTERS)}")
+    options = CollectOptions(
+        since=start,
+        until=end,
+        rules=rules,
+        filters=FilterConfig(enabled=[f for f in FILTERS if f not in off]),
+        pricing=PricingConfig(hourly_rate=hourly_rate),
+        direct_commits=not no_direct_commits,
+        allow_unlinked=allow_unlinked,
+    )
+    client = None
+    if any(s.api for s in sources):
+        client = GitHubClient.from_env(
+            cache_dir=cache_dir.expanduser() / "github", max_wait=max_wait
+        )
+    with _progress() as progress:
+        bar = progress.add_task("collect", total=None, last="")
+
+        def on_fix(iid: str, outcome: str) -> None:
+            progress.update(bar, advance=1, last=f"{iid}: {outcome}"[:70])
+
+        try:
+            summary = collect(sources, options, output, client=client, on_fix=on_fix, fresh=fresh)
+        except (GitHubError, GitError) as exc:
+            partial = output.with_name(output.name + ".partial")
+            raise _fail(
+                f"{exc}\nWhat was collected so far is in {partial}; "
+                "re-run the same command to resume."
+            ) from None
+        finally:
+            if client is not None:
+                client.close()
+    table = Table(title=f"collected {summary.candidates} candidates into {output}")
+    table.add_column("outcome")
+    table.add_column("fixes", justify="right")
+    table.add_row("candidate", str(summary.candidates))
+    for stage, n in summary.rejected.most_common():
+        table.add_row(f"rejected: {stage}", str(n))
+    if summary.resumed:
+        table.add_row("already decided (resumed)", str(summary.resumed))
+    console.print(table)
+
+
+def validate_cmd(
+    candidates: Annotated[Path, typer.Argument(help="candidates JSONL from `collect`")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="validated tasks JSONL")] = Path(
+        "tasks.jsonl"
+    ),
+    workers: Annotated[int, typer.Option(help="candidates validated in parallel")] = 1,
+    runs: Annotated[int, typer.Option(help="runs before and after the patch")] = 3,
+    cache_dir: Annotated[Path, typer.Option(help="environments and mirrors")] = DEFAULT_CACHE,
+    runs_dir: Annotated[Path, typer.Option(help="validation logs go under DIR/validate")] = Path(
+        "runs"
+    ),
+    repos_dir: Annotated[Path | None, typer.Option(help="local clones, owner__name")] = None,
+    unsafe: Annotated[
+        bool, typer.Option("--unsafe", help="run tests WITHOUT a sandbox (no user namespaces)")
+    ] = False,
+    timeout: Annotated[float, typer.Option(help="seconds allowed for one test run")] = 1800.0,
+    python_dir: Annotated[
+        list[Path] | None, typer.Option(help="extra folders to look for interpreters in")
+    ] = None,
+    retry_errors: Annotated[
+        bool, typer.Option(help="retry candidates rejected for infrastructure errors")
+    ] = False,
+    fresh: Annotated[
+        bool, typer.Option(help="start over instead of resuming from the output files")
+    ] = False,
+) -> None:
+    """Run each candidate's tests before and after its reference patch; keep the valid ones."""
+    from swebounty.collect.validate import validate
+    from swebounty.runs import EvalContext
+
+    if not candidates.exists():
+        raise _fail(f"{candidates} does not exist: run `swebounty collect` first")
+    tasks, errors = load_tasks(candidates)
+    for err in errors[:20]:
+        console.print(f"[yellow]skipped[/] {err.where}: {err.message}")
+    if unsafe:
+        console.print("[bold red]--unsafe: candidate code runs with no isolation[/]")
+    ctx = EvalContext.create(
+        cache_dir=cache_dir,
+        runs_dir=runs_dir,
+        repos_dir=repos_dir,
+        sandbox="unsafe" if unsafe else "bwrap",
+        timeout_s=timeout,
+        python_dirs=python_dir or (),
+    )
+    with _progress() as progress:
+        bar = progress.add_task("validate", total=len(tasks), last="")
+
+        def on_done(iid: str, outcome: str) -> None:
+            progress.update(bar, advance=1, last=f"{iid}: {outcome}"[:70])
+
+        summary = validate(
+            tasks,
+            output,
+            ctx,
+            runs=runs,
+            workers=workers,
+            retry_errors=retry_errors,
+            on_done=on_done,
+            fresh=fresh,
+        )
+        progress.update(bar, completed=len(tasks))
+    console.print(
+        f"{summary.valid} valid of {summary.candidates - summary.resumed} validated "
+        f"({summary.resumed} decided before) in {summary.seconds:.0f} s -> {output}; "
+        f"rejected: {summary.rejected or 'none'}"
+    )
+
+
+def seal_cmd(
+    tasks_file: Annotated[Path, typer.Argument(help="validated tasks JSONL")],
+    out_dir: Annotated[Path | None, typer.Option(help="default: beside the tasks file")] = None,
+    name: Annotated[str | None, typer.Option(help="dataset name (default: file stem)")] = None,
+    since: Annotated[str | None, typer.Option(help="the window's start, for the record")] = None,
+    until: Annotated[str | None, typer.Option(help="the window's end, for the record")] = None,
+) -> None:
+    """Write the sealed dataset, its public half and the manifest with the sha256 commitment."""
+    if not tasks_file.exists():
+        raise _fail(f"{tasks_file} does not exist: run `swebounty validate` first")
+    tasks, errors = load_tasks(tasks_file)
+    if errors:
+        raise _fail(f"{tasks_file} has {len(errors)} bad records (first: {errors[0].message})")
+    try:
+        manifest = seal(
+            tasks,
+            out_dir or tasks_file.parent,
+            name or tasks_file.stem,
+            since=parse_date(since, "--since") if since else None,
+            until=parse_date(until, "--until") if until else None,
+        )
+    except SealError as exc:
+        raise _fail(str(exc)) from None
+    console.print(
+        f"sealed {manifest.tasks} tasks; commitment sha256 [bold]{manifest.sha256}[/]\n"
+        f"publish {manifest.files['public']} and {manifest.files['manifest']}; keep "
+        f"{manifest.files['sealed']} private until the reveal"
+    )
+
+
+def verify_seal_cmd(
+    manifest: Annotated[Path, typer.Argument(help="the manifest written by `seal`")],
+    revealed: Annotated[Path | None, typer.Argument(help="revealed dataset (default: sealed)")] = (
+        None
+    ),
+) -> None:
+    """Check a revealed dataset against the commitment in its manifest."""
+    if not manifest.exists():
+        raise _fail(f"{manifest} does not exist")
+    try:
+        problems = verify_seal(manifest, revealed)
+    except (SealError, ValueError) as exc:
+        raise _fail(str(exc)) from None
+    if problems:
+        for p in problems:
+            console.print(f"[red]✗[/] {p}")
+        raise typer.Exit(1)
+    console.print("[green]✓[/] the revealed dataset matches its commitment")
+
+
+def register(app: typer.Typer) -> None:
+    """Mount the commands on the main `swebounty` app."""
+    app.command("collect")(collect_cmd)
+    app.command("validate")(validate_cmd)
+    app.command("seal")(seal_cmd)
+    app.command("verify-seal")(verify_seal_cmd)

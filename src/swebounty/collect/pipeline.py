@@ -1,0 +1,315 @@
+"""From repositories to candidate tasks: mine, split, link issues, check freshness, filter, price.
+
+Output goes through a `Sink`: one line per fix as soon as it is decided, in `<output>.partial`,
+renamed into place when every repository is done. A run that stops (a refused token, a rate
+limit longer than allowed, Ctrl-C) loses nothing: the next run with the same output path
+resumes and skips every fix already decided.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from swebounty.collect.filters import FilterConfig, check
+from swebounty.collect.github import GitHubClient
+from swebounty.collect.mining import (
+    Fix,
+    fix_diff,
+    fix_for_commit,
+    linked_issues,
+    mine_fixes,
+    open_repo,
+    repo_slug,
+)
+from swebounty.collect.pricing import PricingConfig, apply_price
+from swebounty.collect.sink import Sink
+from swebounty.collect.split import SplitRules, split_diff
+from swebounty.tasks import Task
+
+log = logging.getLogger(__name__)
+
+_SLUG = re.compile(r"^[\w.-]+/[\w.-]+$")
+
+
+class CollectOptions(BaseModel):
+    since: datetime
+    until: datetime | None = None
+    rules: SplitRules = Field(default_factory=SplitRules)
+    filters: FilterConfig = Field(default_factory=FilterConfig)
+    pricing: PricingConfig = Field(default_factory=PricingConfig)
+    direct_commits: bool = Field(
+        default=True, description="git-only: also mine fix-like direct commits"
+    )
+    allow_unlinked: bool = Field(
+        default=False,
+        description="API mode: keep PRs without a linked issue, stated by the PR text",
+    )
+    max_hint_chars: int = 10000
+
+
+@dataclass
+class RepoSource:
+    """One repository to mine: its clone, and whether the GitHub API enriches it."""
+
+    path: Path
+    repo: str | None = None  # owner/name; None: from the clone's origin remote
+    api: bool = False
+
+
+def parse_repo_arg(
+    arg: str, repo_path: Path | None = None, *, git_only: bool = False
+) -> RepoSource:
+    """REPO as given on the command line: a clone path (git-only), `owner/name` with
+    --repo-path, or `owner/name=CLONE`. The last two use the API unless `git_only` (then
+    owner/name only names the repository)."""
+    if "=" in arg and _SLUG.match(arg.split("=", 1)[0]):
+        slug, path = arg.split("=", 1)
+        return RepoSource(open_repo(path), slug, api=not git_only)
+    if Path(arg).expanduser().exists() or not _SLUG.match(arg):
+        return RepoSource(open_repo(arg))
+    if repo_path is None:
+        raise ValueError(
+            f"{arg} looks like owner/name: give its clone with --repo-path CLONE "
+            f"(or write {arg}=CLONE), or pass the clone's path for git-only mode"
+        )
+    return RepoSource(open_repo(repo_path), arg, api=not git_only)
+
+
+@dataclass
+class CollectSummary:
+    fixes: int = 0
+    candidates: int = 0
+    resumed: int = 0
+    rejected: Counter[str] = field(default_factory=Counter)
+    per_repo: Counter[str] = field(default_factory=Counter)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "fixes": self.fixes,
+            "candidates": self.candidates,
+            "resumed": self.resumed,
+            "rejected": dict(self.rejected.most_common()),
+            "per_repo": dict(self.per_repo),
+        }
+
+
+class _Reject(Exception):
+    def __init__(self, stage: str, reason: str) -> None:
+        super().__init__(reason)
+        self.stage = stage
+        self.reason = reason
+
+
+def _iso(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(timezone.utc)
+
+
+def instance_id(repo: str, fix: Fix) -> str:
+    suffix = str(fix.pr_number) if fix.pr_number is not None else fix.fix_commit[:10]
+    return f"{repo.replace('/', '__')}-{suffix}"
+
+
+def collect(
+    sources: list[RepoSource],
+    options: CollectOptions,
+    output: Path,
+    *,
+    rejects: Path | None = None,
+    client: GitHubClient | None = None,
+    on_fix: Callable[[str, str], None] | None = None,
+    fresh: bool = False,
+) -> CollectSummary:
+    """Mine every source and write candidates to `output`; rejects (with stage and reason) to
+    `rejects` (default `<output stem>.rejects.jsonl`). `on_fix(instance_id, outcome)` is called
+    after each fix, for progress display. Fixes already decided in `output`/`rejects` (or their
+    partial files) are skipped unless `fresh`."""
+    rejects = rejects or output.with_name(output.stem + ".rejects.jsonl")
+    sink = Sink(output, rejects, fresh=fresh)
+    summary = CollectSummary()
+    if any(s.api for s in sources) and client is None:
+        raise ValueError("owner/name sources need a GitHub client (API mode)")
+    for source in sources:
+        repo = source.repo or repo_slug(source.path)
+        fixes = _api_fixes(source, repo, options, client) if source.api and client else (
+            (f, None) for f in mine_fixes(source.path, options.since, options.until, repo=repo,
+                                          direct_commits=options.direct_commits)
+        )  # fmt: skip
+        for fix, pr in fixes:
+            summary.fixes += 1
+            iid = instance_id(repo, fix)
+            if iid in sink.known:
+                summary.resumed += 1
+                continue
+            try:
+                task = _candidate(fix, iid, pr, options, client if source.api else None)
+            except _Reject as rej:
+                summary.rejected[rej.stage] += 1
+                sink.reject(_reject_record(iid, fix, rej))
+                outcome = f"rejected: {rej.reason}"
+            else:
+                sink.add(task)
+                summary.candidates += 1
+                summary.per_repo[repo] += 1
+                outcome = "candidate"
+            if on_fix is not None:
+                on_fix(iid, outcome)
+    sink.finish()
+    summary_path = output.with_name(output.stem + ".summary.json")
+    summary_path.write_text(json.dumps(summary.as_dict(), indent=2), encoding="utf-8")
+    return summary
+
+
+def _reject_record(iid: str, fix: Fix, rej: _Reject) -> dict[str, Any]:
+    return {
+        "instance_id": iid,
+        "repo": fix.repo,
+        "fix_commit": fix.fix_commit,
+        "pr_number": fix.pr_number,
+        "stage": rej.stage,
+        "reason": rej.reason,
+    }
+
+
+def _api_fixes(
+    source: RepoSource, repo: str, options: CollectOptions, client: GitHubClient
+) -> Iterator[tuple[Fix, dict[str, Any] | None]]:
+    """Merged PRs created in the window, newest first, joined with the local clone."""
+    params = {"state": "closed", "sort": "created", "direction": "desc"}
+    for pr in client.paginate(f"/repos/{repo}/pulls", params):
+        created = _iso(pr["created_at"])
+        if created < options.since:
+            break  # sorted by creation: everything further is older
+        if options.until is not None and created >= options.until:
+            continue
+        if not pr.get("merged_at") or not pr.get("merge_commit_sha"):
+            continue  # closed without merging: not a fix
+        sha = pr["merge_commit_sha"]
+        fix = fix_for_commit(source.path, repo, sha, pr_number=pr["number"])
+        if fix is not None and fix.kind == "commit":
+            # Neither a merge nor a "(#N)" squash: perhaps rebase-merged; the PR says how many
+            # commits it had (the list endpoint does not).
+            full = client.get_json(f"/repos/{repo}/pulls/{pr['number']}") or {}
+            n = int(full.get("commits") or 1)
+            if n > 1:
+                fix = fix_for_commit(source.path, repo, sha, pr_number=pr["number"], n_commits=n)
+        if fix is None:
+            stub = Fix(repo, source.path, "merge", "", sha, "", created, _iso(pr["merged_at"]),
+                       pr["number"])  # fmt: skip
+            yield stub, pr
+            continue
+        fix.created_at = created
+        fix.merged_at = _iso(pr["merged_at"])
+        yield fix, pr
+
+
+def _candidate(
+    fix: Fix,
+    iid: str,
+    pr: dict[str, Any] | None,
+    options: CollectOptions,
+    client: GitHubClient | None,
+) -> Task:
+    """The candidate task of one fix, or _Reject with the stage and reason."""
+    if not fix.base_commit:
+        raise _Reject("git", f"commit {fix.fix_commit[:12]} is not in the clone: git fetch it")
+    if fix.created_at < options.since:
+        raise _Reject("freshness", f"fix created {fix.created_at:%Y-%m-%d}, before --since")
+    if options.until is not None and fix.merged_at >= options.until:
+        raise _Reject("freshness", f"fix merged {fix.merged_at:%Y-%m-%d}, after --until")
+    raw = fix_diff(fix)
+    split = split_diff(raw, options.rules)
+    if split.rejection:
+        raise _Reject("split", split.rejection)
+    extra: dict[str, Any] = {
+        "problem_source": "commit",
+        "fix_commit": fix.fix_commit,
+        "fix_kind": fix.kind,
+        "pr_number": fix.pr_number,
+        "issue_numbers": fix.issue_numbers,
+        "fix_created_at": fix.created_at.isoformat(),
+        "merged_at": fix.merged_at.isoformat(),
+        "issue_created_at": None,
+        "labels": [],
+        "num_comments": 0,
+        "bounty_comments": [],
+        "code_files": split.paths("code"),
+        "test_files": split.paths("test"),
+        "binary_files": split.binary_files,
+    }
+    statement, hints = fix.message, ""
+    if client is not None and pr is not None:
+        statement, hints = _link_issues(fix, pr, extra, options, client)
+    task = Task(
+        instance_id=iid,
+        repo=fix.repo,
+        base_commit=fix.base_commit,
+        problem_statement=statement,
+        hints_text=hints,
+        patch=split.patch,
+        test_patch=split.test_patch,
+        created_at=fix.created_at,
+        repo_url=str(fix.repo_path),
+        **extra,
+    )
+    rejected = check(task, options.filters)
+    if rejected:
+        raise _Reject(f"filter:{rejected[0]}", rejected[1])
+    return apply_price(task, options.pricing)
+
+
+def _link_issues(
+    fix: Fix,
+    pr: dict[str, Any],
+    extra: dict[str, Any],
+    options: CollectOptions,
+    client: GitHubClient,
+) -> tuple[str, str]:
+    """(problem statement, hints) from the issues the PR closes; fills `extra` in place."""
+    repo = fix.repo
+    pr_text = f"{pr.get('title') or ''}\n{pr.get('body') or ''}"
+    numbers = linked_issues(pr_text + "\n" + fix.message, repo)
+    issues = []
+    for n in numbers:
+        issue = client.get_json(f"/repos/{repo}/issues/{n}")
+        if issue is None or issue.get("pull_request"):
+            continue  # deleted, or a reference to another PR rather than an issue
+        issues.append(issue)
+    labels = [lb["name"] for lb in pr.get("labels") or []]
+    extra["issue_numbers"] = [i["number"] for i in issues]
+    if not issues:
+        if not options.allow_unlinked:
+            raise _Reject("link", "no linked issue (closing keyword) found in the PR")
+        extra["labels"] = labels
+        return pr_text.strip(), ""
+    opened = min(_iso(i["created_at"]) for i in issues)
+    extra["issue_created_at"] = opened.isoformat()
+    extra["problem_source"] = "issue"
+    if opened < options.since:
+        raise _Reject("freshness", f"issue opened {opened:%Y-%m-%d}, before --since")
+    hints: list[str] = []
+    bounty_comments: list[dict[str, Any]] = []
+    count = 0
+    for issue in issues:
+        labels += [lb["name"] for lb in issue.get("labels") or []]
+        for c in client.paginate(f"/repos/{repo}/issues/{issue['number']}/comments"):
+            count += 1
+            body = c.get("body") or ""
+            # Hints are what was known before the fix was started, as in SWE-bench.
+            if _iso(c["created_at"]) < fix.created_at:
+                hints.append(body)
+            if "bount" in body.lower():
+                author = (c.get("user") or {}).get("login", "")
+                bounty_comments.append({"author": author, "body": body[:2000]})
+    extra.update(labels=sorted(set(labels)), num_comments=count, bounty_comments=bounty_comments)
+    statement = "\n\n".join(f"{i['title']}\n{i.get('body') or ''}".strip() for i in issues)
+    return statement, "\n".join(hints)[: options.max_hint_chars]

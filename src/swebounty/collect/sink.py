@@ -1,0 +1,86 @@
+"""Append-only JSONL outputs that survive a crash and let the next run resume.
+
+Records go to `<file>.partial` the moment they exist (one line, flushed); `finish()` renames the
+partial files into place, so a finished file is always complete. At start, the partial file left
+by a stopped run (or else the finished file of an earlier run) is read back: the ids it holds are
+`known`, so a re-run skips them and never writes a duplicate. `fresh=True` starts over.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from swebounty.tasks import Task
+
+
+class Sink:
+    """Kept records to `output`, rejected ones to `rejects`; both resumable."""
+
+    def __init__(
+        self,
+        output: Path,
+        rejects: Path,
+        *,
+        forget: Callable[[dict[str, Any]], bool] | None = None,
+        fresh: bool = False,
+    ) -> None:
+        """`forget(reject_record)`: True for a reject that a resumed run should try again
+        (its line is dropped from the partial file)."""
+        self.output, self.rejects = output, rejects
+        self.partial = output.with_name(output.name + ".partial")
+        self.rejects_partial = rejects.with_name(rejects.name + ".partial")
+        self.known: set[str] = set()
+        self._lock = threading.Lock()
+        output.parent.mkdir(parents=True, exist_ok=True)
+        rejects.parent.mkdir(parents=True, exist_ok=True)
+        for final, partial in ((output, self.partial), (rejects, self.rejects_partial)):
+            if fresh:
+                partial.unlink(missing_ok=True)
+            elif not partial.exists() and final.exists():
+                # Continue from a finished run; the finished file stays valid until finish().
+                partial.write_bytes(final.read_bytes())
+        self.known |= self._load(self.partial, None)
+        self.known |= self._load(self.rejects_partial, forget)
+
+    @staticmethod
+    def _load(path: Path, forget: Callable[[dict[str, Any]], bool] | None) -> set[str]:
+        if not path.exists():
+            return set()
+        ids: set[str] = set()
+        keep: list[str] = []
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                record = json.loads(line)
+                iid = str(record["instance_id"])
+            except (json.JSONDecodeError, KeyError, TypeError):
+                continue  # a line torn by a kill: that record is simply redone
+            if forget is not None and forget(record):
+                continue
+            ids.add(iid)
+            keep.append(line)
+        # Rewrite without torn or forgotten lines, so the final file has each id once.
+        path.write_text("".join(line + "\n" for line in keep), encoding="utf-8")
+        return ids
+
+    def _append(self, path: Path, line: str) -> None:
+        with self._lock, path.open("a", encoding="utf-8") as fh:
+            fh.write(line + "\n")
+            fh.flush()
+
+    def add(self, task: Task) -> None:
+        self.known.add(task.instance_id)
+        self._append(self.partial, task.model_dump_json())
+
+    def reject(self, record: dict[str, Any]) -> None:
+        self.known.add(str(record["instance_id"]))
+        self._append(self.rejects_partial, json.dumps(record, default=str))
+
+    def finish(self) -> None:
+        for partial, final in ((self.partial, self.output), (self.rejects_partial, self.rejects)):
+            if not partial.exists():
+                partial.touch()
+            partial.replace(final)

@@ -1,0 +1,220 @@
+"""Validate candidates: run the hidden tests before and after the reference patch, several times.
+
+FAIL_TO_PASS: failed or errored (or could not even be collected) in every run before, passed in
+every run after. PASS_TO_PASS: passed in every run before and after. A test whose status differs
+between runs of the same phase is flaky: recorded in `flaky_tests`, never graded.
+
+A candidate is rejected (with its reason in the rejects file) when its test patch has no test
+module the harness runs, when the before-run collects no test at all, when the reference patch does not apply, when no test goes from failing to passing,
+or when the harness reports an infrastructure error (stage "infra", retried by `retry_errors`).
+Two runs come first (one before, one after): if they show no FAIL_TO_PASS, further runs cannot
+create one, so the candidate is rejected without them.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from swebounty.collect.sink import Sink
+from swebounty.tasks import Task
+
+if TYPE_CHECKING:
+    from swebounty.runs import EvalContext
+
+log = logging.getLogger(__name__)
+
+FAILING = ("failed", "error", "missing")
+
+
+class _Outcome(Protocol):
+    status: str
+
+
+class _TestRun(Protocol):
+    outcomes: dict[str, Any]
+    exit_code: int | None
+    error: str | None
+    patch_error: str | None
+
+
+Runner = Callable[[Task, str, "EvalContext", Path], _TestRun]
+
+
+class Rejected(Exception):
+    def __init__(self, stage: str, reason: str) -> None:
+        super().__init__(reason)
+        self.stage = stage
+        self.reason = reason
+
+
+@dataclass
+class Classified:
+    fail_to_pass: list[str]
+    pass_to_pass: list[str]
+    flaky: list[str]
+
+
+def statuses(run: _TestRun) -> dict[str, str]:
+    return {tid: str(getattr(o, "status", o)) for tid, o in run.outcomes.items()}
+
+
+def classify(before: Sequence[dict[str, str]], after: Sequence[dict[str, str]]) -> Classified:
+    """F2P, P2P and flaky test ids from per-run statuses (a test absent from a run is
+    "missing" there)."""
+    ids = sorted({t for run in [*before, *after] for t in run})
+    f2p, p2p, flaky = [], [], []
+    for tid in ids:
+        b = [run.get(tid, "missing") for run in before]
+        a = [run.get(tid, "missing") for run in after]
+        if len(set(b)) > 1 or len(set(a)) > 1:
+            flaky.append(tid)
+        elif all(s == "passed" for s in a):
+            if all(s in FAILING for s in b):
+                f2p.append(tid)
+            elif all(s == "passed" for s in b):
+                p2p.append(tid)
+    return Classified(f2p, p2p, flaky)
+
+
+def _collected(run: dict[str, str]) -> bool:
+    # A module that fails to import is reported under its file path, without "::".
+    return any("::" in tid for tid in run)
+
+
+def _check(run: _TestRun, phase: str) -> dict[str, str]:
+    if run.patch_error:
+        raise Rejected("patch", f"the reference patch does not apply: {run.patch_error}")
+    if run.error:
+        raise Rejected("infra", f"{phase}-run failed: {run.error}")
+    return statuses(run)
+
+
+def validate_one(
+    task: Task,
+    ctx: EvalContext,
+    log_dir: Path,
+    *,
+    runs: int = 3,
+    runner: Runner | None = None,
+) -> Task:
+    """The task with FAIL_TO_PASS, PASS_TO_PASS, flaky_tests and validation set, or Rejected."""
+    if runner is None:
+        from swebounty.runs import run_tests
+
+        runner = run_tests
+    from swebounty.testing import test_files
+
+    if not test_files(task.test_patch):
+        # Nothing the harness would run: say so now rather than as six failed runs.
+        raise Rejected("tests", "the test patch changes no test module the harness can run")
+    start = time.monotonic()
+    before: list[dict[str, str]] = []
+    after: list[dict[str, str]] = []
+    for i in range(1, runs + 1):
+        b = _check(runner(task, "", ctx, log_dir / f"before-{i}"), "before")
+        if i == 1 and not _collected(b):
+            errors = ", ".join(sorted(b)[:3]) or "no test result"
+            raise Rejected("collect", f"the before-run collects no test ({errors})")
+        before.append(b)
+        after.append(_check(runner(task, task.patch, ctx, log_dir / f"after-{i}"), "after"))
+        result = classify(before, after)
+        if not result.fail_to_pass:
+            why = "flaky" if result.flaky and i > 1 else "no test fails before and passes after"
+            raise Rejected("no_f2p", f"no FAIL_TO_PASS after {i} run(s) each ({why})")
+    return task.model_copy(
+        update={
+            "FAIL_TO_PASS": result.fail_to_pass,
+            "PASS_TO_PASS": result.pass_to_pass,
+            "flaky_tests": result.flaky,
+            "validation": {"runs": runs, "seconds": round(time.monotonic() - start, 1)},
+        }
+    )
+
+
+@dataclass
+class ValidateSummary:
+    candidates: int = 0
+    valid: int = 0
+    resumed: int = 0
+    rejected: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "candidates": self.candidates,
+            "valid": self.valid,
+            "resumed": self.resumed,
+            "rejected": self.rejected,
+            "seconds": round(self.seconds, 1),
+        }
+
+
+def validate(
+    candidates: list[Task],
+    output: Path,
+    ctx: EvalContext,
+    *,
+    rejects: Path | None = None,
+    log_root: Path | None = None,
+    runs: int = 3,
+    workers: int = 1,
+    retry_errors: bool = False,
+    runner: Runner | None = None,
+    on_done: Callable[[str, str], None] | None = None,
+    fresh: bool = False,
+) -> ValidateSummary:
+    """Validate every candidate not already decided in `output`/`rejects` (resumable), in
+    parallel across `workers`. `on_done(instance_id, outcome)` reports each one."""
+    rejects = rejects or output.with_name(output.stem + ".rejects.jsonl")
+    log_root = log_root or ctx.runs_dir / "validate"
+    sink = Sink(
+        output,
+        rejects,
+        forget=(lambda r: r.get("stage") == "infra") if retry_errors else None,
+        fresh=fresh,
+    )
+    summary = ValidateSummary(candidates=len(candidates))
+    todo = [t for t in candidates if t.instance_id not in sink.known]
+    summary.resumed = len(candidates) - len(todo)
+    start = time.monotonic()
+
+    def job(task: Task) -> Task | Rejected:
+        try:
+            return validate_one(task, ctx, log_root / task.instance_id, runs=runs, runner=runner)
+        except Rejected as rej:
+            return rej
+        except Exception as exc:  # one broken candidate must not stop the others
+            log.exception("%s: validation crashed", task.instance_id)
+            return Rejected("infra", f"harness error: {type(exc).__name__}: {exc}")
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        futures = {pool.submit(job, t): t for t in todo}
+        for future in as_completed(futures):
+            task, result = futures[future], future.result()
+            if isinstance(result, Rejected):
+                sink.reject(
+                    {
+                        "instance_id": task.instance_id,
+                        "repo": task.repo,
+                        "stage": result.stage,
+                        "reason": result.reason,
+                        "log_dir": str(log_root / task.instance_id),
+                    }
+                )
+                summary.rejected[result.stage] = summary.rejected.get(result.stage, 0) + 1
+                outcome = f"rejected: {result.reason}"
+            else:
+                sink.add(result)
+                summary.valid += 1
+                outcome = f"valid: {len(result.FAIL_TO_PASS)} F2P, {len(result.PASS_TO_PASS)} P2P"
+            if on_done is not None:
+                on_done(task.instance_id, outcome)
+    sink.finish()
+    summary.seconds = time.monotonic() - start
+    return summary

@@ -1,0 +1,428 @@
+"""Building one spec: resolve at the cutoff, pick the interpreter that builds, install, record.
+
+Order of fallbacks, each learnt from real repositories (shared/notes/ENVIRONMENTS.md):
+- per interpreter, newest first: the spec's dependency plans in order (tox deps, requirement
+  files, fewer extras); a *resolver* conflict moves to the next plan, never to another
+  interpreter (that only wastes time);
+- a release yanked after the cutoff is pinned exactly to the newest release uploaded before it;
+- a dependency that fails to *build*, or that has wheels for an older interpreter but not for
+  this one (building numpy from source fails after minutes), moves to the next older
+  interpreter.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import uv as uv_package
+from packaging.utils import canonicalize_name
+
+from swebounty.envbuild import (
+    StepFailed,
+    Uv,
+    advice,
+    copy_project,
+    isolated_env,
+    log_tail,
+    newest_release_before,
+    no_wheels,
+    pinned,
+    run_logged,
+    strip_project,
+    tag_release,
+)
+from swebounty.envcache import (
+    FAILED,
+    READY,
+    digest,
+    dir_size,
+    read_json,
+    recent_failure,
+    write_json,
+)
+from swebounty.interpreters import Interpreter, find
+from swebounty.tasklayer import capture, make_layer, packaging_digest, pip_argv
+
+if TYPE_CHECKING:
+    from swebounty.envs import Environment, EnvManager, ResolvedSpec
+    from swebounty.tasklayer import ProjectInstall
+    from swebounty.tasks import EnvSpec
+
+log = logging.getLogger(__name__)
+
+SCHEMA = 1  # bump when the layout or the build recipe changes: old keys then miss
+
+
+class Builder:
+    def __init__(self, manager: EnvManager) -> None:
+        self.m = manager
+        self.uv_bin = manager.uv_bin or Path(uv_package.find_uv_bin())
+
+    # ------------------------------------------------------------------ entry
+
+    def ensure(self, spec: EnvSpec, workspace: Path) -> Environment:
+        from swebounty.envs import EnvBuildError, ResolvedSpec
+
+        rspec = spec if isinstance(spec, ResolvedSpec) else self._plain(spec, workspace)
+        candidates = self._candidates(rspec)
+        spec_key = digest(
+            {
+                "schema": SCHEMA,
+                "spec": rspec.model_dump(mode="json", exclude={"why"}),
+                "interpreters": [str(i.executable) + "=" + i.version for i in candidates],
+            }
+        )
+        with self.m._guard:
+            memo = self.m._memo.get(spec_key)
+        if memo is not None and (memo.path.parent / READY).exists():
+            return memo
+        sdir = self.m.cache.spec_dir(spec_key)
+        env = self._from_record(spec_key, rspec)
+        if env is None:
+            failure = recent_failure(sdir)
+            if failure:
+                raise EnvBuildError(str(failure.get("message")))
+            with self.m.cache.lock(f"spec-{spec_key}"):
+                env = self._from_record(spec_key, rspec)
+                if env is None:
+                    failure = recent_failure(sdir)
+                    if failure:
+                        raise EnvBuildError(str(failure.get("message")))
+                    env = self._build(rspec, spec_key, candidates, workspace)
+        with self.m._guard:
+            self.m._memo[spec_key] = env
+        return env
+
+    def _plain(self, spec: EnvSpec, workspace: Path) -> ResolvedSpec:
+        """A plain EnvSpec is taken literally: no inference beyond a default interpreter."""
+        from swebounty.envinfer import DepSet
+        from swebounty.envs import BASE_PACKAGES, ResolvedSpec
+        from swebounty.reqfiles import read_requirement_file
+
+        notes: list[str] = []
+        lines: list[str] = []
+        for rel in spec.requirements:
+            got, _ = read_requirement_file(workspace / rel, workspace, None, notes)
+            lines += got
+        python = spec.python or (self.m.interpreters[0].version if self.m.interpreters else None)
+        data = spec.model_dump()
+        data.update(
+            python=python,
+            install=list(dict.fromkeys([*spec.install, *BASE_PACKAGES])),
+            plans=[DepSet(label="the EnvSpec as given", lines=lines, extras=spec.extras)],
+            why=["EnvSpec taken as given", *notes],
+        )
+        return ResolvedSpec.model_validate(data)
+
+    def _candidates(self, spec: ResolvedSpec) -> list[Interpreter]:
+        from swebounty.envs import EnvBuildError
+
+        found: list[Interpreter] = []
+        for want in [spec.python, *spec.python_fallbacks]:
+            interp = find(self.m.interpreters, want) if want else None
+            if interp is not None and interp not in found:
+                found.append(interp)
+        if not found:
+            raise EnvBuildError(
+                f"Python {spec.python} is not installed here. Install it (pyenv install, "
+                f"uv python install) or pass its folder with --python-dir."
+            )
+        return found
+
+    # ------------------------------------------------------------------ cached
+
+    def _from_record(self, spec_key: str, spec: ResolvedSpec) -> Environment | None:
+        """The environment a previous build of this spec made, rebuilt from its lock if the
+        environment itself was pruned (the same lock gives the same environment)."""
+        from swebounty.envs import Environment
+        from swebounty.tasklayer import ProjectInstall
+
+        sdir = self.m.cache.spec_dir(spec_key)
+        record = read_json(sdir / "record.json")
+        if record is None:
+            return None
+        edir = self.m.cache.env_dir(record["env_key"])
+        if not (edir / READY).exists():
+            interp = find(self.m.interpreters, record["interpreter_executable"])
+            if interp is None:
+                return None
+            log_path = sdir / "rebuild.log"
+            log_path.write_text(f"# rebuild of {record['env_key']} from its lock\n")
+            uvr = Uv(self.uv_bin, log_path, offline=self.m.offline)
+            try:
+                self._ensure_env(record["env_key"], interp, record["lock"], spec, uvr)
+            except StepFailed:
+                return None
+        data = read_json(edir / READY) or {}
+        project = record.get("project")
+        return Environment(
+            key=record["env_key"],
+            path=edir / "venv",
+            python=edir / "venv" / "bin" / "python",
+            interpreter=data["interpreter"],
+            interpreter_prefix=Path(data["interpreter_prefix"]),
+            interpreter_executable=Path(data["interpreter_executable"]),
+            spec=spec,
+            why=record.get("why", []),
+            build_seconds=float(record.get("build_seconds", 0.0)),
+            size_bytes=data.get("size_bytes"),
+            spec_key=spec_key,
+            project=ProjectInstall.model_validate(project) if project else None,
+            project_store=sdir / "meta",
+            lock=record["lock"],
+        )
+
+    # ------------------------------------------------------------------ build
+
+    def _build(
+        self, spec: ResolvedSpec, spec_key: str, candidates: list[Interpreter], workspace: Path
+    ) -> Environment:
+        from swebounty.envs import EnvBuildError
+
+        started = time.monotonic()
+        sdir = self.m.cache.spec_dir(spec_key)
+        sdir.mkdir(parents=True, exist_ok=True)
+        log_path = sdir / "build.log"
+        log_path.write_text(f"# swebounty build of spec {spec_key}\n", encoding="utf-8")
+        uvr = Uv(self.uv_bin, log_path, offline=self.m.offline)
+        why = list(spec.why)
+        last: StepFailed | None = None
+        with tempfile.TemporaryDirectory(prefix="swebounty-build-") as tmpdir:
+            tmp = Path(tmpdir)
+            project = tmp / "project"
+            version_env: dict[str, str] = {}
+            if spec.install_project:
+                copy_project(workspace, project)
+                if not self.m.offline:
+                    version, version_env = tag_release(
+                        project, spec.project_name, spec.vcs_tag_prefix, spec.cutoff
+                    )
+                    if version:
+                        why.append(f"version from git tags: build copy tagged as release {version}")
+            for idx, interp in enumerate(candidates):
+                older = candidates[idx + 1 :]
+                try:
+                    lock, label = self._resolve(uvr, interp, spec, tmp)
+                    why.append(f"Python {interp.version}: resolved with {label}")
+                    missing = self._wheels_only_older(uvr, interp, older, lock, spec, tmp)
+                    if missing:
+                        why.append(
+                            f"Python {interp.minor_str} has no wheels for {', '.join(missing)} "
+                            f"that an older Python has: trying {older[0].minor_str}"
+                        )
+                        continue
+                    env_key = digest({"schema": SCHEMA, "python": interp.version, "lock": lock})
+                    self._ensure_env(env_key, interp, lock, spec, uvr)
+                    info = None
+                    if spec.install_project:
+                        info = self._install_project(env_key, interp, lock, spec, tmp, sdir, uvr)
+                        info.version_env = version_env
+                        why.append(f"project install: {info.mode} ({info.why})")
+                except StepFailed as exc:
+                    last = exc
+                    if exc.kind in ("build", "python") and older:
+                        why.append(
+                            f"Python {interp.minor_str}: {exc.step} failed ({exc.kind}); "
+                            f"trying {older[0].minor_str}"
+                        )
+                        continue
+                    break
+                record = {
+                    "env_key": env_key,
+                    "interpreter_executable": str(interp.executable),
+                    "lock": lock,
+                    "why": why,
+                    "project": info.model_dump() if info else None,
+                    "build_seconds": round(time.monotonic() - started, 2),
+                    "built_at": datetime.now(timezone.utc).isoformat(),
+                }
+                write_json(sdir / "record.json", record)
+                (sdir / FAILED).unlink(missing_ok=True)
+                env = self._from_record(spec_key, spec)
+                assert env is not None  # just written
+                return env
+        assert last is not None
+        message = (
+            f"could not build the environment (spec {spec_key}): {last.step} failed "
+            f"({last.kind}).\n--- tail of {log_path} ---\n{log_tail(log_path)}\n---\n"
+            + advice(last.kind)
+            + "\nHow it was chosen:\n  "
+            + "\n  ".join(why[-12:])
+        )
+        if last.kind != "network":
+            write_json(
+                sdir / FAILED,
+                {
+                    "at": datetime.now(timezone.utc).isoformat(),
+                    "kind": last.kind,
+                    "message": message,
+                },
+            )
+        raise EnvBuildError(message)
+
+    def _resolve(
+        self, uvr: Uv, interp: Interpreter, spec: ResolvedSpec, tmp: Path
+    ) -> tuple[str, str]:
+        """(lock text, label of the plan that resolved) for this interpreter."""
+        last: StepFailed | None = None
+        plans = spec.plans or []
+        if not plans:
+            from swebounty.envinfer import DepSet
+
+            plans = [DepSet(label="no test dependencies")]
+        for plan in plans:
+            pins: list[str] = []
+            for _ in range(5):
+                lines = []
+                if spec.install_project:
+                    extras = f"[{','.join(plan.extras)}]" if plan.extras else ""
+                    lines.append(f"./project{extras}")
+                lines += [*spec.install, *plan.lines, *pins]
+                req = tmp / "requirements.in"
+                req.write_text("\n".join(lines) + "\n", encoding="utf-8")
+                try:
+                    out = uvr.compile(interp.executable, req, spec.cutoff, cwd=tmp)
+                except StepFailed as exc:
+                    last = exc
+                    new = self._yank_pins(exc, spec, pins)
+                    if new:
+                        pins += new
+                        continue
+                    if exc.kind in ("resolve", "yanked", "other"):
+                        break  # the next, smaller plan may resolve
+                    raise
+                return strip_project(out, tmp), plan.label + (
+                    f" + pinned yanked {', '.join(pins)}" if pins else ""
+                )
+        assert last is not None
+        raise last
+
+    def _yank_pins(self, exc: StepFailed, spec: ResolvedSpec, pins: list[str]) -> list[str]:
+        if exc.kind != "yanked" or spec.cutoff is None or self.m.offline:
+            return []
+        pinned = {p.split("==")[0] for p in pins}
+        new = []
+        for name in exc.yanked:
+            if name in pinned:
+                continue
+            version = newest_release_before(name, spec.cutoff)
+            if version:
+                new.append(f"{name}=={version}")
+        return new
+
+    def _wheels_only_older(
+        self,
+        uvr: Uv,
+        interp: Interpreter,
+        older: list[Interpreter],
+        lock: str,
+        spec: ResolvedSpec,
+        tmp: Path,
+    ) -> list[str]:
+        """Packages of `lock` with no wheel for `interp` but one for the next older interpreter
+        (binary-only resolves of exact pins: ~0.1 s each, no download)."""
+        if not older:
+            return []
+        missing = no_wheels(uvr, interp.executable, lock.splitlines(), spec.cutoff, tmp)
+        if not missing:
+            return []
+        pins = [p for p in lock.splitlines() if canonicalize_name(p.split("==")[0]) in missing]
+        older_missing = no_wheels(uvr, older[0].executable, pins, spec.cutoff, tmp)
+        return sorted(set(missing) - set(older_missing))
+
+    def _ensure_env(
+        self, env_key: str, interp: Interpreter, lock: str, spec: ResolvedSpec, uvr: Uv
+    ) -> None:
+        edir = self.m.cache.env_dir(env_key)
+        if (edir / READY).exists():
+            return
+        with self.m.cache.lock(f"env-{env_key}"):
+            if (edir / READY).exists():
+                return
+            started = time.monotonic()
+            shutil.rmtree(edir, ignore_errors=True)  # a build that died half-way
+            edir.mkdir(parents=True)
+            (edir / "lock.txt").write_text(lock, encoding="utf-8")
+            try:
+                uvr.venv(interp.executable, edir / "venv")
+                uvr.install(
+                    edir / "venv" / "bin" / "python",
+                    edir / "lock.txt",
+                    spec.cutoff,
+                    minor=interp.minor,
+                )
+                freeze = uvr.freeze(edir / "venv" / "bin" / "python")
+            except StepFailed:
+                shutil.copy(uvr.log_path, self.m.cache.root / "locks" / f"{env_key}.failed.log")
+                shutil.rmtree(edir, ignore_errors=True)
+                raise
+            (edir / "freeze.txt").write_text(freeze, encoding="utf-8")
+            shutil.copy(uvr.log_path, edir / "build.log")
+            write_json(
+                edir / READY,
+                {
+                    "key": env_key,
+                    "path": str(edir / "venv"),
+                    "python": str(edir / "venv" / "bin" / "python"),
+                    "interpreter": interp.version,
+                    "interpreter_prefix": str(interp.prefix),
+                    "interpreter_executable": str(interp.executable),
+                    "spec": spec.model_dump(mode="json"),
+                    "why": spec.why,
+                    "build_seconds": round(time.monotonic() - started, 2),
+                    "size_bytes": dir_size(edir),
+                    "lock": lock,
+                },
+            )
+
+    def _install_project(
+        self,
+        env_key: str,
+        interp: Interpreter,
+        lock: str,
+        spec: ResolvedSpec,
+        tmp: Path,
+        sdir: Path,
+        uvr: Uv,
+    ) -> ProjectInstall:
+        """Install the base commit's project into a throw-away layer with the era's pip, the way
+        each task will, and capture what it did (to replay it per task when that is faithful)."""
+        from swebounty.tasklayer import ProjectInstall
+
+        minor = interp.minor_str
+        edir = self.m.cache.env_dir(env_key)
+        shared = edir / "venv" / "lib" / f"python{minor}" / "site-packages"
+        layer = tmp / "layer"
+        python = make_layer(layer, interp.executable, interp.version, shared)
+        pip_version = pinned(lock, "pip")
+        env = isolated_env({"PIP_NO_INDEX": "1", "HOME": str(tmp), **spec.env})
+        project = tmp / "project"
+        for editable in (True, False):
+            argv = pip_argv(python, project, pip_version, editable)
+            try:
+                run_logged("install the project", argv, uvr.log_path, cwd=tmp, env=env)
+            except StepFailed as exc:
+                if editable:
+                    continue
+                raise StepFailed("install the project", "build", exc.output) from exc
+            store = sdir / "meta"
+            shutil.rmtree(store, ignore_errors=True)
+            store.mkdir(parents=True)
+            if not editable:
+                return ProjectInstall(
+                    mode="pip",
+                    editable=False,
+                    pip_version=pip_version,
+                    packaging_digest=packaging_digest(project),
+                    why=f"pip {pip_version} could not install it editable; installs a copy",
+                )
+            info = capture(layer, minor, project, store)
+            info.pip_version = pip_version
+            return info
+        raise AssertionError("unreachable")

@@ -1,0 +1,101 @@
+"""Per-repository exceptions to environment inference, kept as data (overrides.toml).
+
+An entry names a repository and, optionally, a range of its versions (the task's `version`
+field) or of base commit dates. It can add packages, extras, requirement files or environment
+variables, drop extras, or set the interpreter, the test command or whether the project is
+installed. Every entry must say why; none may name a task.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from datetime import date, datetime
+from importlib import resources
+from pathlib import Path
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+log = logging.getLogger(__name__)
+
+
+class Override(BaseModel):
+    """One repository's exception to inference."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    repo: str = Field(pattern=r"^[\w.-]+/[\w.-]+$", description="owner/name")
+    why: str = Field(min_length=10, description="what inference gets wrong here, and why")
+    versions: str | None = Field(None, description="PEP 440 range of the task's version")
+    since: date | None = Field(None, description="base commits on or after this date")
+    until: date | None = Field(None, description="base commits before this date")
+    python: str | None = None
+    install: list[str] = Field(default_factory=list, description="added requirement lines")
+    extras: list[str] = Field(default_factory=list, description="added extras")
+    drop_extras: list[str] = Field(default_factory=list, description="extras never installed")
+    requirements: list[str] = Field(default_factory=list, description="added requirement files")
+    env: dict[str, str] = Field(default_factory=dict, description="variables for the tests")
+    test_cmd: list[str] | None = None
+    install_project: bool | None = None
+
+    @field_validator("versions")
+    @classmethod
+    def _valid_range(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                SpecifierSet(value)
+            except InvalidSpecifier as exc:
+                raise ValueError(f"versions {value!r} is not a PEP 440 range: {exc}") from exc
+        return value
+
+    def applies(self, repo: str, version: str | None, when: datetime | None) -> bool:
+        if self.repo.lower() != repo.lower():
+            return False
+        if self.versions is not None:
+            if version is None:
+                return False
+            try:
+                if not SpecifierSet(self.versions).contains(Version(version), prereleases=True):
+                    return False
+            except InvalidVersion:
+                return False
+        if when is not None:
+            if self.since and when.date() < self.since:
+                return False
+            if self.until and when.date() >= self.until:
+                return False
+        return True
+
+
+class OverrideFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    override: list[Override] = Field(default_factory=list)
+
+
+def load_overrides(path: Path | None = None) -> list[Override]:
+    """The shipped overrides, or those of `path`. A broken file is an error, not a warning:
+    silently ignoring it would change every environment built."""
+    if path is None:
+        text = resources.files("swebounty").joinpath("overrides.toml").read_text("utf-8")
+        source = "swebounty/overrides.toml"
+    else:
+        text = Path(path).read_text(encoding="utf-8")
+        source = str(path)
+    try:
+        return OverrideFile.model_validate(tomllib.loads(text)).override
+    except (tomllib.TOMLDecodeError, ValueError) as exc:
+        raise ValueError(f"{source} is invalid: {exc}. Fix the file (see its header).") from exc
+
+
+def matching(
+    overrides: list[Override], repo: str, version: str | None, when: datetime | None
+) -> list[Override]:
+    return [o for o in overrides if o.applies(repo, version, when)]

@@ -1,0 +1,430 @@
+"""Reading and applying unified diffs in a workspace, and putting files back as they were.
+
+Patches are untrusted input, applied on the host: every path a patch names is checked (no
+absolute paths, no `..`, nothing under `.git`, which would let a patch plant a git hook or an
+fsmonitor command that the harness's next git call would run), GNU patch is told to read a
+unified diff only (its ed-script mode runs commands), and a failed attempt is rolled back
+before the next one, so a half-applied patch never leaks into the following method.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from unidiff.errors import UnidiffParseError
+from unidiff.patch import PatchSet
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_PATCH_BYTES = 5 * 1024 * 1024
+COMMAND_TIMEOUT = 120.0
+PATCH_METHODS = ("git", "3way", "fuzz")
+
+# Git and GNU patch must behave the same whatever the host's configuration says.
+_TOOL_ENV = {
+    "LC_ALL": "C",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_LITERAL_PATHSPECS": "1",
+    "QUOTING_STYLE": "literal",
+    "PATCH_GET": "0",
+}
+
+
+class PatchError(Exception):
+    """A patch that cannot be read or applied; the message says why and what was tried."""
+
+
+@dataclass
+class FileDiff:
+    """One file's part of a patch. `source`/`target` are None for a created/deleted file."""
+
+    source: str | None
+    target: str | None
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    context: list[str] = field(default_factory=list)
+    binary: bool = False
+
+    @property
+    def path(self) -> str:
+        """The path after the patch (the old one for a deleted file)."""
+        return self.target or self.source or ""
+
+    @property
+    def deleted(self) -> bool:
+        return self.target is None
+
+
+# ---------------------------------------------------------------------------- reading
+
+
+def check_text(patch: str | bytes, max_bytes: int = DEFAULT_MAX_PATCH_BYTES) -> str:
+    """The patch as text, or PatchError when it is not UTF-8 or larger than `max_bytes`."""
+    if isinstance(patch, bytes):
+        try:
+            patch = patch.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise PatchError(
+                f"patch is not valid UTF-8 ({exc}); re-encode it as UTF-8 text"
+            ) from exc
+    try:
+        size = len(patch.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        # Lone surrogates: the text was decoded from non-UTF-8 bytes with surrogateescape.
+        raise PatchError(f"patch is not valid UTF-8 ({exc}); re-encode it as UTF-8 text") from exc
+    if size > max_bytes:
+        raise PatchError(
+            f"patch is {size} bytes, over the {max_bytes}-byte limit; a real fix is rarely this"
+            " large (raise max_bytes if it truly is)"
+        )
+    return patch
+
+
+def parse_patch(patch: str) -> list[FileDiff]:
+    """The files of a unified diff (git extended headers, renames and binary diffs included).
+
+    Falls back to reading the headers alone when unidiff cannot parse the hunks, so a slightly
+    malformed patch still names its files.
+    """
+    try:
+        patch_set = PatchSet(patch)
+    except UnidiffParseError as exc:
+        log.debug("unidiff could not parse the patch (%s); reading headers only", exc)
+        return _headers_only(patch)
+    diffs = []
+    for pf in patch_set:
+        diff = FileDiff(
+            source=_strip_path(pf.source_file),
+            target=_strip_path(pf.target_file),
+            binary=pf.is_binary_file,
+        )
+        for hunk in pf:
+            for line in hunk:
+                value = line.value.rstrip("\n")
+                if line.is_added:
+                    diff.added.append(value)
+                elif line.is_removed:
+                    diff.removed.append(value)
+                elif line.is_context:
+                    diff.context.append(value)
+        diffs.append(diff)
+    return diffs
+
+
+def files_in_patch(patch: str) -> list[str]:
+    """Every path the patch touches, in order: created, deleted, both sides of a rename."""
+    paths: list[str] = []
+    for diff in parse_patch(patch):
+        for path in (diff.source, diff.target):
+            if path and path not in paths:
+                paths.append(path)
+    return paths
+
+
+_DIFF_GIT = re.compile(r"^diff --git (\"?a/.*) (\"?b/.*)$")
+
+
+def _headers_only(patch: str) -> list[FileDiff]:
+    diffs: list[FileDiff] = []
+    source: str | None = None
+    for line in patch.splitlines():
+        match = _DIFF_GIT.match(line)
+        if match:
+            diffs.append(FileDiff(_strip_path(match[1]), _strip_path(match[2])))
+            source = None
+        elif line.startswith("--- "):
+            source = _strip_path(line[4:])
+        elif line.startswith("+++ ") and source is not None:
+            target = _strip_path(line[4:])
+            if not diffs or (diffs[-1].source, diffs[-1].target) != (source, target):
+                diffs.append(FileDiff(source, target))
+            source = None
+    return diffs
+
+
+_ESCAPES = dict(zip('ntabfrv"\\', '\n\t\a\b\f\r\v"\\', strict=True))
+
+
+def _unquote(path: str) -> str:
+    """Undo git's C-style quoting of unusual file names ("t\\303\\251st.py")."""
+    if len(path) < 2 or path[0] != '"' or path[-1] != '"':
+        return path
+    body, out, i = path[1:-1], bytearray(), 0
+    while i < len(body):
+        char = body[i]
+        if char == "\\" and i + 1 < len(body):
+            octal = re.match(r"[0-7]{1,3}", body[i + 1 : i + 4])
+            if octal:
+                out.append(int(octal[0], 8) & 0xFF)
+                i += 1 + len(octal[0])
+                continue
+            out += _ESCAPES.get(body[i + 1], body[i + 1]).encode()
+            i += 2
+            continue
+        out += char.encode()
+        i += 1
+    return out.decode("utf-8", errors="surrogateescape")
+
+
+def _strip_path(raw: str | None) -> str | None:
+    """A header path without quoting, timestamp and the first component (as `-p1` does)."""
+    if raw is None:
+        return None
+    raw = raw.split("\t", 1)[0].rstrip()
+    path = _unquote(raw)
+    if path == "/dev/null":
+        return None
+    return path.split("/", 1)[1] if "/" in path else path
+
+
+def check_path(path: str) -> None:
+    """PatchError unless `path` stays inside the workspace and out of `.git`."""
+    parts = path.split("/")
+    if (
+        not path
+        or path.startswith("/")
+        or "\0" in path
+        or "\n" in path
+        or any(p == ".." for p in parts)
+        or any(p.casefold().rstrip(". ") == ".git" for p in parts)
+    ):
+        raise PatchError(
+            f"patch touches {path!r}, outside the workspace or inside .git; refusing to apply"
+        )
+
+
+# ---------------------------------------------------------------------------- applying
+
+
+def apply_patch(
+    workspace: Path, patch: str | bytes, *, max_bytes: int = DEFAULT_MAX_PATCH_BYTES
+) -> str:
+    """Apply `patch` in `workspace`; return how: "git", "3way", "fuzz" (or "empty").
+
+    Tries `git apply`, then `git apply --3way` (needs the preimage blobs, which a workspace's
+    base commit has), then GNU `patch --fuzz=3`. The index is left as it was, so every method
+    leaves the same kind of result: changed files in the work tree, nothing staged.
+    """
+    text = check_text(patch, max_bytes)
+    if not text.strip():
+        return "empty"
+    paths = files_in_patch(text)
+    if not paths:
+        raise PatchError("no file diffs found in the patch; submit a unified diff (git diff)")
+    for path in paths:
+        check_path(path)
+    if not text.endswith("\n"):
+        text += "\n"  # git apply calls a last line without newline a corrupt patch
+    data = text.encode("utf-8")
+    workspace = Path(workspace)
+    snapshot = _Snapshot.take(workspace, paths)
+    failures = []
+    attempts = (("git", _git_apply), ("3way", _git_apply_3way), ("fuzz", _gnu_patch))
+    for name, attempt in attempts:
+        try:
+            error = attempt(workspace, data, paths)
+        finally:
+            snapshot.restore_index()
+        if error is None:
+            log.debug("patch applied with %s in %s", name, workspace)
+            return name
+        failures.append(f"[{name}] {error.strip() or 'failed without a message'}")
+        snapshot.restore_files()
+    raise PatchError(
+        "patch does not apply (tried git apply, git apply --3way, patch --fuzz=3):\n"
+        + "\n".join(failures)
+    )
+
+
+def _run(
+    argv: list[str], cwd: Path, data: bytes | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    try:
+        return subprocess.run(
+            argv,
+            cwd=cwd,
+            input=data,
+            capture_output=True,
+            timeout=COMMAND_TIMEOUT,
+            env=_tool_env(),
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise PatchError(f"{' '.join(argv[:3])} took over {COMMAND_TIMEOUT:.0f}s") from exc
+    except FileNotFoundError as exc:
+        raise PatchError(f"{argv[0]} is not installed; install it and retry") from exc
+
+
+def _tool_env() -> dict[str, str]:
+    # An inherited GIT_DIR, GIT_INDEX_FILE or GIT_WORK_TREE would point git at another repo.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    return {**env, **_TOOL_ENV}
+
+
+def _output(proc: subprocess.CompletedProcess[bytes]) -> str:
+    return (proc.stderr + proc.stdout).decode("utf-8", errors="replace")
+
+
+def _git_apply(workspace: Path, data: bytes, paths: list[str]) -> str | None:
+    proc = _run(["git", "apply", "--whitespace=nowarn", "-"], workspace, data)
+    return None if proc.returncode == 0 else _output(proc)
+
+
+def _git_apply_3way(workspace: Path, data: bytes, paths: list[str]) -> str | None:
+    # --3way implies --index, which insists the index matches the work tree for every path
+    # it touches; stage the current files (the caller restores the index afterwards).
+    stage = _run(["git", "update-index", "--add", "--remove", "--", *paths], workspace)
+    if stage.returncode != 0:
+        return _output(stage)
+    proc = _run(["git", "apply", "--3way", "--whitespace=nowarn", "-"], workspace, data)
+    return None if proc.returncode == 0 else _output(proc)
+
+
+_PATCH_FILE = re.compile(r"^(?:checking|patching) file (.*?)(?: \((?:renamed|copied) from .*\))?$")
+
+
+def _gnu_patch(workspace: Path, data: bytes, paths: list[str]) -> str | None:
+    if shutil.which("patch") is None:
+        return "GNU patch is not installed"
+    binary = [d.path for d in parse_patch(data.decode("utf-8")) if d.binary]
+    if binary:
+        # GNU patch reports success on a binary diff while leaving the file as it was.
+        return f"GNU patch cannot apply binary diffs ({', '.join(binary)})"
+    # -u: unified only (never ed scripts); --batch --forward: no questions, no reversing;
+    # no .orig backups and rejects thrown away, so a failed attempt leaves no litter.
+    argv = ["patch", "-p1", "-u", "--fuzz=3", "--batch", "--forward"]
+    argv += ["--no-backup-if-mismatch", "--reject-file=-"]
+    dry = _run([*argv, "--dry-run"], workspace, data)
+    if dry.returncode != 0:
+        return _output(dry)
+    # GNU patch picks file names by its own rules; never let it write one we did not check.
+    named = [m[1] for line in _output(dry).splitlines() if (m := _PATCH_FILE.match(line))]
+    stray = [name for name in named if name not in paths]
+    if stray:
+        return f"patch would write {stray}, which the diff headers do not name"
+    proc = _run(argv, workspace, data)
+    return None if proc.returncode == 0 else _output(proc)
+
+
+class _Snapshot:
+    """The files a patch touches (and the git index) as they were, to roll back an attempt."""
+
+    def __init__(
+        self,
+        workspace: Path,
+        files: dict[str, tuple[bytes, int] | None],
+        index_path: Path | None,
+        index: bytes | None,
+    ) -> None:
+        self.workspace = workspace
+        self.files = files
+        self.index_path = index_path
+        self.index = index
+
+    @classmethod
+    def take(cls, workspace: Path, paths: list[str]) -> _Snapshot:
+        files: dict[str, tuple[bytes, int] | None] = {}
+        for path in paths:
+            full = _inside(workspace, path)
+            if full.is_symlink():
+                files[path] = (os.readlink(full).encode("utf-8", "surrogateescape"), -1)
+            elif full.is_file():
+                files[path] = (full.read_bytes(), full.stat().st_mode & 0o7777)
+            else:
+                files[path] = None
+        index_path, index = None, None
+        proc = _run(["git", "rev-parse", "--git-path", "index"], workspace)
+        if proc.returncode == 0:
+            index_path = workspace / proc.stdout.decode().strip()
+            index = index_path.read_bytes() if index_path.exists() else None
+        return cls(workspace, files, index_path, index)
+
+    def restore_index(self) -> None:
+        if self.index_path is None:
+            return
+        if self.index is None:
+            self.index_path.unlink(missing_ok=True)
+        else:
+            self.index_path.write_bytes(self.index)
+
+    def restore_files(self) -> None:
+        for path, saved in self.files.items():
+            full = _inside(self.workspace, path)
+            _remove(full)
+            if saved is None:
+                _prune_empty_parents(self.workspace, full)
+                continue
+            content, mode = saved
+            full.parent.mkdir(parents=True, exist_ok=True)
+            if mode == -1:
+                os.symlink(content.decode("utf-8", "surrogateescape"), full)
+            else:
+                full.write_bytes(content)
+                full.chmod(mode)
+
+
+def _inside(workspace: Path, path: str) -> Path:
+    """`workspace/path`, or PatchError when a directory on the way is a symlink.
+
+    Reading or writing through a symlink that a submission planted would reach the host.
+    """
+    check_path(path)
+    current = workspace
+    for part in path.split("/")[:-1]:
+        current = current / part
+        if current.is_symlink():
+            raise PatchError(
+                f"{path!r} lies beyond the symbolic link {current.relative_to(workspace)}; "
+                "refusing to touch it"
+            )
+    return workspace / path
+
+
+def _remove(full: Path) -> None:
+    if full.is_symlink() or full.is_file():
+        full.unlink()
+    elif full.is_dir():
+        shutil.rmtree(full)
+
+
+def _prune_empty_parents(workspace: Path, full: Path) -> None:
+    parent = full.parent
+    while parent != workspace and parent.is_dir() and not any(parent.iterdir()):
+        parent.rmdir()
+        parent = parent.parent
+
+
+# ---------------------------------------------------------------------------- resetting
+
+
+def reset_files(workspace: Path, paths: list[str]) -> None:
+    """Put each path back as it is in HEAD (the base commit); delete those HEAD lacks."""
+    workspace = Path(workspace)
+    if not paths:
+        return
+    for path in paths:
+        check_path(path)
+    listing = _run(["git", "ls-tree", "-r", "-z", "--name-only", "HEAD", "--", *paths], workspace)
+    if listing.returncode != 0:
+        raise PatchError(f"cannot list HEAD in {workspace}: {_output(listing).strip()}")
+    in_head = set(listing.stdout.decode("utf-8", "surrogateescape").split("\0"))
+    present = [p for p in paths if p in in_head]
+    for path in paths:
+        if path in in_head:
+            continue
+        full = _inside(workspace, path)
+        _remove(full)
+        _prune_empty_parents(workspace, full)
+    if present:
+        # git replaces a planted symlink on the way with a directory instead of following it.
+        proc = _run(["git", "restore", "--source=HEAD", "--worktree", "--", *present], workspace)
+        if proc.returncode != 0:
+            raise PatchError(f"cannot restore {present} from HEAD: {_output(proc).strip()}")

@@ -1,0 +1,191 @@
+"""Per-run cgroup v1 groups (pids, memory): a process cap and a memory cap for the whole tree.
+
+RLIMIT_NPROC counts every process of the sandbox uid on the machine, so it cannot tell two
+concurrent runs apart; a pids cgroup bounds one run's tree. A memory cgroup OOM-kills the tree
+where RLIMIT_AS only bounds each process. The groups are made inside the harness's own group of
+each hierarchy, so any limit the machine puts on the harness still applies, and removed after
+the run. Without root or without v1 hierarchies this is a no-op (rlimits remain).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import os
+import signal
+import time
+import uuid
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+_KILL_ROUNDS = 200
+_PREFIX = "swebounty-"
+_STALE_AGE_S = 600.0
+
+
+def _mounts() -> dict[str, Path]:
+    """controller -> mount point of its v1 hierarchy; "" -> the cgroup v2 mount."""
+    found: dict[str, Path] = {}
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return found
+    for line in lines:
+        # "... mountpoint options - fstype source superoptions"
+        before, _, after = line.partition(" - ")
+        fields = after.split()
+        if len(fields) < 3:
+            continue
+        mount_point = Path(before.split()[4])
+        if fields[0] == "cgroup2":
+            found.setdefault("", mount_point)
+        elif fields[0] == "cgroup":
+            for controller in fields[2].split(","):
+                if controller in ("pids", "memory"):
+                    found.setdefault(controller, mount_point)
+    return found
+
+
+def _own_paths() -> dict[str, str]:
+    """controller ("" for v2) -> this process's group path in that hierarchy."""
+    paths: dict[str, str] = {}
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return paths
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        for controller in controllers.split(","):
+            paths[controller] = path
+    return paths
+
+
+def _settings(memory_bytes: int, max_procs: int) -> dict[str, list[tuple[str, str]]]:
+    return {
+        "pids": [("pids.max", str(max_procs))],
+        # memsw must be set after (and not below) the plain limit; it is absent without swap
+        # accounting.
+        "memory": [
+            ("memory.limit_in_bytes", str(memory_bytes)),
+            ("memory.memsw.limit_in_bytes", str(memory_bytes)),
+        ],
+        # v2: limits only take if the parent delegates the controllers; tracking always works.
+        "": [("pids.max", str(max_procs)), ("memory.max", str(memory_bytes))],
+    }
+
+
+def sweep_stale(parent: Path, pattern: str, min_age_s: float = _STALE_AGE_S) -> None:
+    """Remove empty leftovers (from a harness killed mid-run) matching `pattern` in `parent`.
+
+    Only old ones: a fresh group is empty for the few ms before its launcher joins it. rmdir
+    refuses a group with processes or a directory with files, so a live run is never touched.
+    """
+    now = time.time()
+    for path in parent.glob(pattern):
+        try:
+            if now - path.stat().st_mtime > min_age_s:
+                path.rmdir()
+                log.info("removed stale %s", path)
+        except OSError:
+            continue
+
+
+@functools.cache
+def _swept(parent: Path) -> bool:
+    sweep_stale(parent, f"{_PREFIX}*")
+    return True
+
+
+class RunCgroups:
+    """The groups of one run. Create, let the launcher join them, `kill_all`, `remove`.
+
+    v1 pids/memory groups carry the limits; a v2 group (if a cgroup2 hierarchy is mounted)
+    tracks the tree for `kill_all` and carries limits where the machine delegates them.
+    """
+
+    def __init__(self, *, max_procs: int, memory_bytes: int) -> None:
+        self.dirs: list[Path] = []
+        self.required: list[bool] = []
+        if os.geteuid() != 0:
+            return
+        own = _own_paths()
+        name = f"{_PREFIX}{uuid.uuid4().hex[:12]}"
+        settings = _settings(memory_bytes, max_procs)
+        for controller, mount_point in _mounts().items():
+            parent = mount_point / own.get(controller, "/").lstrip("/")
+            _swept(parent)
+            group = parent / name
+            try:
+                group.mkdir()
+            except OSError as e:
+                log.debug("no %s cgroup for the sandbox (%s)", controller or "v2", e)
+                continue
+            self.dirs.append(group)
+            self.required.append(controller != "")
+            for filename, value in settings[controller]:
+                if not (group / filename).exists():
+                    continue
+                try:
+                    (group / filename).write_text(value)
+                except OSError as e:
+                    log.debug("cannot set %s/%s (%s)", group, filename, e)
+
+    @property
+    def join_spec(self) -> list[tuple[str, bool]]:
+        """(cgroup.procs file, whether failing to join it must stop the run) for the launcher."""
+        return [
+            (str(d / "cgroup.procs"), req) for d, req in zip(self.dirs, self.required, strict=True)
+        ]
+
+    def pids(self) -> set[int]:
+        found: set[int] = set()
+        for d in self.dirs:
+            with contextlib.suppress(OSError):
+                found.update(int(p) for p in (d / "cgroup.procs").read_text().split())
+        return found
+
+    def signal_all(self) -> bool:
+        """One pass of SIGKILL over the groups' processes. True when there were none."""
+        for d in self.dirs:
+            # v2 (5.14+): the kernel kills the whole group at once, no fork can race it.
+            with contextlib.suppress(OSError):
+                (d / "cgroup.kill").write_text("1")
+        pids = self.pids()
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        return not pids
+
+    def kill_all(self) -> bool:
+        """SIGKILL every process in the groups until they are empty. True when empty.
+
+        Call it after the harness reaped its own child: processes forked between two passes
+        are caught by the next one.
+        """
+        for _ in range(_KILL_ROUNDS):
+            if self.signal_all():
+                return True
+            # Killed processes leave the group only once reaped; give the kernel a moment.
+            time.sleep(0.005)
+        return not self.pids()
+
+    def remove(self) -> None:
+        if self.dirs and not self.kill_all():
+            log.warning("processes left in %s after the run; cgroups not removed", self.dirs)
+            return
+        for d in self.dirs:
+            # rmdir can fail briefly with EBUSY while the last task is being released.
+            for _ in range(100):
+                try:
+                    d.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.005)
+            else:
+                log.warning("cannot remove cgroup %s", d)
+        self.dirs = []
+        self.required = []

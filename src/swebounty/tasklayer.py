@@ -1,0 +1,242 @@
+"""The per-task layer: a tiny venv that sees a shared environment and the workspace's code.
+
+A shared environment holds the dependencies only. A task gets its own venv (a pyvenv.cfg, a
+link to the interpreter and a site-packages), whose site-packages holds a .pth that adds the
+shared site-packages. The workspace's own package goes into that layer, so tests import the
+workspace, and nothing the task does can touch the shared, read-only environment.
+
+Two ways to put the workspace in the layer:
+- "pth" (pure-Python projects): replay, with paths moved to the workspace, what the era's pip
+  did for an editable install of the base commit when the environment was built: the same
+  import roots in a .pth, the same metadata (so entry points and `version()` work), the same
+  console scripts. Costs a few file writes.
+- "pip": run the era's pip inside the sandbox (`pip install --no-deps --no-build-isolation
+  --no-index -e WORKSPACE`), for projects with compiled extensions, or whose packaging files the
+  patch changed.
+"""
+
+from __future__ import annotations
+
+import ast
+import configparser
+import hashlib
+import logging
+import os
+import re
+import shutil
+from pathlib import Path
+
+from pydantic import BaseModel
+
+log = logging.getLogger(__name__)
+
+SHARED_PTH = "_swebounty_shared.pth"
+PROJECT_PTH = "_swebounty_project.pth"
+PACKAGING_FILES = ("setup.py", "setup.cfg", "pyproject.toml")
+NATIVE_SUFFIXES = (".so", ".pyd", ".dylib")
+
+
+class ProjectInstall(BaseModel):
+    """How the base commit's own package installed into a layer, to replay per task."""
+
+    name: str | None = None
+    mode: str = "pip"  # "pth" or "pip"
+    editable: bool = True  # False: the era's pip could only install a copy
+    roots: list[str] = []  # import roots relative to the project dir ("." or "src")
+    meta_dir: str | None = None  # name of the captured *.dist-info / *.egg-info
+    console_scripts: dict[str, str] = {}  # name -> "module:attr"
+    packaging_digest: str = ""  # of setup.py/setup.cfg/pyproject.toml at the base commit
+    pip_version: str | None = None
+    version_env: dict[str, str] = {}  # pretend-version variables for a per-task pip install
+    why: str = ""
+
+
+def site_packages(layer: Path, minor: str) -> Path:
+    return layer / "lib" / f"python{minor}" / "site-packages"
+
+
+def make_layer(layer: Path, interpreter: Path, version: str, shared_site: Path) -> Path:
+    """Create an empty venv at `layer` whose python also sees `shared_site`. Returns its python.
+
+    Written by hand (not `python -m venv`): a few files, ~1 ms, and the same on 3.6 and 3.13."""
+    if layer.exists():
+        shutil.rmtree(layer)
+    minor = ".".join(version.split(".")[:2])
+    bindir = layer / "bin"
+    sp = site_packages(layer, minor)
+    sp.mkdir(parents=True)
+    bindir.mkdir()
+    (layer / "pyvenv.cfg").write_text(
+        f"home = {interpreter.parent}\ninclude-system-site-packages = false\n"
+        f"version = {version}\nversion_info = {version}\n",
+        encoding="utf-8",
+    )
+    for name in ("python", "python3", f"python{minor}"):
+        (bindir / name).symlink_to(interpreter)
+    # addsitedir (not a bare path line) so the shared site's own .pth files are processed too.
+    (sp / SHARED_PTH).write_text(f"import site; site.addsitedir({str(shared_site)!r})\n")
+    return bindir / "python"
+
+
+def packaging_digest(project: Path) -> str:
+    h = hashlib.sha256()
+    for name in PACKAGING_FILES:
+        path = project / name
+        h.update(name.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"-") + b"\0")
+    return h.hexdigest()[:16]
+
+
+def native_files(project: Path) -> list[Path]:
+    return [p for p in project.rglob("*") if p.suffix in NATIVE_SUFFIXES and p.is_file()]
+
+
+def capture(layer: Path, minor: str, project: Path, store: Path) -> ProjectInstall:
+    """Read what an editable install of `project` left in `layer`; copy its metadata to
+    `store`. The result says whether replaying it ("pth") is faithful, and if not, why."""
+    sp = site_packages(layer, minor)
+    info = ProjectInstall(packaging_digest=packaging_digest(project))
+    roots: set[Path] = set()
+    problems: list[str] = []
+    for link in sp.glob("*.egg-link"):  # legacy `setup.py develop`
+        first = link.read_text(encoding="utf-8").splitlines()[0].strip()
+        roots.add(Path(first).resolve())
+    for pth in sp.glob("*.pth"):
+        if pth.name in (SHARED_PTH, "easy-install.pth"):
+            continue
+        for line in pth.read_text(encoding="utf-8", errors="replace").splitlines():
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            if line.startswith(("import ", "import\t")):
+                mapped = _finder_roots(sp, line)
+                if mapped is None:
+                    problems.append(f"{pth.name} runs an import hook swebounty cannot replay")
+                else:
+                    roots.update(mapped)
+                continue
+            path = Path(line) if os.path.isabs(line) else (sp / line)
+            roots.add(path.resolve())
+    meta = _find_metadata(sp, project)
+    project = project.resolve()
+    rel_roots = []
+    for root in sorted(roots):
+        try:
+            rel_roots.append(root.relative_to(project).as_posix() or ".")
+        except ValueError:
+            problems.append(f"import root {root} is outside the project")
+    if meta is not None:
+        dest = store / meta.name
+        if dest.exists():
+            shutil.rmtree(dest)
+        shutil.copytree(meta, dest, ignore=shutil.ignore_patterns("RECORD", "direct_url.json"))
+        info.meta_dir = meta.name
+        info.name, info.console_scripts = _read_meta(dest)
+    else:
+        problems.append("no metadata (.dist-info/.egg-info) found after the install")
+    natives = native_files(project)
+    if natives:
+        problems.append(f"compiled extensions ({natives[0].name}, ...) must be rebuilt per task")
+    if not rel_roots:
+        problems.append("no import root found")
+    info.roots = rel_roots
+    if problems:
+        info.mode, info.why = "pip", "; ".join(problems)
+    else:
+        info.mode, info.why = "pth", f"pure Python; import roots {', '.join(rel_roots)}"
+    return info
+
+
+def _finder_roots(sp: Path, line: str) -> set[Path] | None:
+    """setuptools' strict editable finder: `MAPPING = {'pkg': '/src/pkg'}` -> {/src}."""
+    m = re.match(r"import (__editable___[\w.]+_finder)", line)
+    if not m:
+        return None
+    finder = sp / f"{m.group(1)}.py"
+    if not finder.is_file():
+        return None
+    text = finder.read_text(encoding="utf-8", errors="replace")
+    found = re.search(r"^MAPPING\s*(?::[^=]*)?=\s*(\{.*?\})\s*$", text, re.M | re.S)
+    if not found:
+        return None
+    try:
+        mapping = ast.literal_eval(found.group(1))
+    except (ValueError, SyntaxError):
+        return None
+    roots: set[Path] = set()
+    for name, target in mapping.items():
+        path = Path(target)
+        if path.name != name.split(".")[-1] and path.stem != name.split(".")[-1]:
+            return None  # a renamed package: a plain sys.path entry cannot express it
+        roots.add(path.parent.resolve())
+    return roots
+
+
+def _find_metadata(sp: Path, project: Path) -> Path | None:
+    found = sorted(sp.glob("*.dist-info"))
+    if found:
+        return found[0]
+    # Legacy develop leaves <name>.egg-info next to the code (project root or src/).
+    eggs = sorted(project.glob("*.egg-info")) + sorted(project.glob("*/*.egg-info"))
+    return eggs[0] if eggs else None
+
+
+def _read_meta(meta: Path) -> tuple[str | None, dict[str, str]]:
+    name = None
+    for file in ("METADATA", "PKG-INFO"):
+        path = meta / file
+        if path.is_file():
+            m = re.search(
+                r"^Name:\s*(.+)$", path.read_text(encoding="utf-8", errors="replace"), re.M
+            )
+            name = m.group(1).strip() if m else None
+            break
+    scripts: dict[str, str] = {}
+    ep = meta / "entry_points.txt"
+    if ep.is_file():
+        parser = configparser.RawConfigParser(delimiters=("=",))
+        parser.optionxform = str  # type: ignore[assignment,method-assign]
+        try:
+            parser.read_string(ep.read_text(encoding="utf-8", errors="replace"))
+        except configparser.Error:
+            return name, scripts
+        if parser.has_section("console_scripts"):
+            scripts = {k.strip(): v.strip() for k, v in parser.items("console_scripts")}
+    return name, scripts
+
+
+def replay(layer: Path, minor: str, info: ProjectInstall, store: Path, workspace: Path) -> None:
+    """Put the workspace into the layer the way `capture` saw the base commit installed."""
+    sp = site_packages(layer, minor)
+    roots = [str((workspace / r).resolve()) for r in info.roots]
+    (sp / PROJECT_PTH).write_text("".join(r + "\n" for r in roots), encoding="utf-8")
+    if info.meta_dir:
+        shutil.copytree(store / info.meta_dir, sp / info.meta_dir)
+    python = layer / "bin" / "python"
+    for name, target in info.console_scripts.items():
+        module, _, attr = target.partition(":")
+        attr = attr.split("[")[0].strip()  # "func [extra]" in old entry points
+        head = attr.split(".")[0] if attr else ""
+        call = f"{attr}()" if attr else "None"
+        script = layer / "bin" / name
+        script.write_text(
+            f"#!{python}\nimport sys\nfrom {module.strip()} import {head}\nsys.exit({call})\n"
+            if head
+            else f"#!{python}\nimport runpy, sys\nrunpy.run_module({module.strip()!r})\n",
+            encoding="utf-8",
+        )
+        script.chmod(0o755)
+
+
+def pip_argv(python: Path, workspace: Path, pip_version: str | None, editable: bool) -> list[str]:
+    """The era's pip installing the workspace with what is already there: no index, no deps."""
+    argv = [str(python), "-m", "pip", "install", "--no-deps", "--no-index"]
+    if _pip_at_least(pip_version, 10):  # older pips have no build isolation to turn off
+        argv.append("--no-build-isolation")
+    return [*argv, "-e", str(workspace)] if editable else [*argv, str(workspace)]
+
+
+def _pip_at_least(version: str | None, major: int) -> bool:
+    if not version:
+        return True
+    m = re.match(r"(\d+)", version)
+    return m is not None and int(m.group(1)) >= major

@@ -1,0 +1,385 @@
+"""Which tests to run, how to run them, and what became of each one.
+
+Results come from the JUnit XML pytest writes to a path the harness chooses, never from log
+regexes; the exit code is only a cross-check. Expected test ids (FAIL_TO_PASS/PASS_TO_PASS) are
+matched against the node ids rebuilt from that XML by the rules `match_results` documents.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from swebounty.patches import parse_patch
+from swebounty.tasks import TestStatus
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_JUNIT_BYTES = 64 * 1024 * 1024
+MESSAGE_CHARS = 2000
+
+# Worst first: when one expected id stands for several nodes, the worst outcome speaks for all.
+_SEVERITY: dict[str, int] = {"failed": 4, "error": 3, "missing": 2, "skipped": 1, "passed": 0}
+
+
+class JUnitError(Exception):
+    """The JUnit XML is missing, too large or not XML: the test run did not finish."""
+
+
+@dataclass(frozen=True)
+class TestOutcome:
+    """What happened to one test (or to one expected id, after matching)."""
+
+    __test__ = False  # not a pytest test class, despite the name
+
+    status: TestStatus
+    message: str = ""
+
+
+# ---------------------------------------------------------------------------- which tests
+
+_TEST_MODULE = re.compile(r"^(test_.*|.*_tests?|tests?|unittest_.*)\.py$")
+_TEST_DIRS = {"test", "tests", "testing"}
+# Python files that tests read as data (pylint's regrtest_data, pytest's example_scripts...).
+_DATA_DIRS = {"data", "testdata", "test_data", "regrtest_data", "example_scripts", "input"}
+_DEFINES_TESTS = re.compile(r"^\s*(?:async\s+)?def test|^\s*class Test|TestCase\b")
+
+
+def test_files(test_patch: str, *, expected: Iterable[str] = ()) -> list[str]:
+    """The test modules the test patch touches, in patch order: the files to hand to pytest.
+
+    Kept: `.py` files that are not deleted and either are named like test modules (test_*.py,
+    *_test.py, *_tests.py, tests.py, unittest_*.py) outside data folders, or sit in a
+    test/tests/testing folder and define tests in the patch's lines. Dropped: conftest.py,
+    __init__.py, data and fixtures. A file an `expected` id names (`path.py::...`) is always
+    kept: the dataset says tests live there.
+    """
+    named = {e.split("::", 1)[0] for e in expected if "::" in e}
+    files: list[str] = []
+    for diff in parse_patch(test_patch):
+        path = diff.target
+        if path is None or not path.endswith(".py") or path in files:
+            continue
+        parts = PurePosixPath(path).parts
+        name = parts[-1]
+        if path in named:
+            files.append(path)
+        elif name in ("conftest.py", "__init__.py") or _DATA_DIRS & set(parts[:-1]):
+            continue
+        elif _TEST_MODULE.match(name) or _defines_tests_in_test_dir(
+            parts, diff.added + diff.context
+        ):
+            files.append(path)
+    return files
+
+
+# pytest would collect the function as a test wherever a test module imports it by name.
+test_files.__test__ = False  # type: ignore[attr-defined]
+
+
+def _defines_tests_in_test_dir(parts: tuple[str, ...], lines: list[str]) -> bool:
+    return bool(_TEST_DIRS & set(parts[:-1])) and any(_DEFINES_TESTS.search(ln) for ln in lines)
+
+
+def pytest_command(
+    prefix: Sequence[str],
+    files: Iterable[str],
+    junit_path: Path,
+    *,
+    rootdir: Path | str | None = None,
+) -> list[str]:
+    """The argv that runs `files` and writes xunit1 JUnit XML (it keeps the `file` attribute)."""
+    argv = [*prefix, "-rA", f"--junitxml={junit_path}", "-o", "junit_family=xunit1"]
+    argv += ["-p", "no:cacheprovider", "--tb=short", "--color=no"]
+    if rootdir is not None:
+        argv.append(f"--rootdir={rootdir}")
+    # `--` so a file named like an option stays a file; dict.fromkeys drops repeats in order.
+    return [*argv, "--", *dict.fromkeys(files)]
+
+
+# ---------------------------------------------------------------------------- reading XML
+
+
+def parse_junit(
+    path: Path, *, files: Sequence[str] = (), max_bytes: int = DEFAULT_MAX_JUNIT_BYTES
+) -> dict[str, TestOutcome]:
+    """Outcomes keyed by pytest node id (`tests/t.py::Class::test[param]`).
+
+    Handles xunit1 and xunit2 and nested testsuites. `files` (the test files that were run)
+    helps rebuild node ids when the XML lacks the `file` attribute (xunit2) or names the file
+    that defines an inherited test rather than the one that ran it.
+
+    Status rules: a `<failure>` is "failed", an `<error>` "error", `<skipped>` "skipped" (xfail
+    included, its message starts "xfail:"); an XPASS that is not strict is "passed", as pytest
+    itself counts it. pytest writes two testcases for a test that failed and then errored in
+    teardown: "failed" wins. A setup error, or a pass followed by a teardown error, is "error":
+    the test did not pass cleanly. A module that failed to import is keyed by its file path
+    (`tests/t.py`) with status "error".
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise JUnitError(f"no JUnit XML at {path}: the test run did not finish")
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise JUnitError(f"JUnit XML {path} is {size} bytes, over the {max_bytes}-byte limit")
+    data = path.read_bytes()
+    # Code under test can write this file too; entity tricks have no place in pytest's output.
+    if re.search(rb"<!(DOCTYPE|ENTITY)", data, re.IGNORECASE):
+        raise JUnitError(f"JUnit XML {path} declares a DOCTYPE or ENTITY; refusing to read it")
+    try:
+        root = ET.fromstring(data)
+    except ET.ParseError as exc:
+        raise JUnitError(
+            f"JUnit XML {path} is not valid XML ({exc}); was the run cut short?"
+        ) from exc
+    outcomes: dict[str, TestOutcome] = {}
+    for case in root.iter("testcase"):
+        node = _node_id(case.get("classname", ""), case.get("name", ""), case.get("file"), files)
+        outcome = _case_outcome(case)
+        previous = outcomes.get(node)
+        if previous is not None:
+            outcome = _merge_same_node(previous, outcome)
+        outcomes[node] = outcome
+    return outcomes
+
+
+_CHILD_STATUS: tuple[tuple[str, TestStatus], ...] = (
+    ("failure", "failed"),
+    ("error", "error"),
+    ("skipped", "skipped"),
+)
+
+
+def _case_outcome(case: ET.Element) -> TestOutcome:
+    for tag, status in _CHILD_STATUS:
+        child = case.find(tag)
+        if child is None:
+            continue
+        message = child.get("message") or (child.text or "").strip()
+        if tag == "skipped" and child.get("type") == "pytest.xfail":
+            message = f"xfail: {message}"
+        return TestOutcome(status, message[:MESSAGE_CHARS])
+    return TestOutcome("passed")
+
+
+def _merge_same_node(first: TestOutcome, second: TestOutcome) -> TestOutcome:
+    worse, other = sorted((first, second), key=lambda o: -_SEVERITY[o.status])
+    if other.status == "passed" or not other.message:
+        return worse
+    return TestOutcome(worse.status, f"{worse.message}; then {other.status}: {other.message}")
+
+
+def _node_id(classname: str, name: str, file: str | None, files: Sequence[str]) -> str:
+    """Undo pytest's `mangle_test_address`: classname = dotted file path + classes."""
+    if not classname:
+        # A collection error: pytest writes the module as the name, the path as the file.
+        return file or name.replace(".", "/") + ".py"
+    best: tuple[str, str] | None = None
+    for candidate in [file, *files]:
+        if not candidate or not candidate.endswith(".py"):
+            continue
+        dotted = candidate[:-3].replace("/", ".")
+        prefixes = classname == dotted or classname.startswith(dotted + ".")
+        if prefixes and (best is None or len(dotted) > len(best[1])):
+            best = (candidate, dotted)
+    if best is not None:
+        classes = classname[len(best[1]) + 1 :]
+        return "::".join([best[0], *filter(None, classes.split(".")), name])
+    # No file to go by: take the trailing CapWords parts as classes, the rest as the module.
+    parts = classname.split(".")
+    split = len(parts)
+    while split > 1 and parts[split - 1][:1].isupper():
+        split -= 1
+    return "::".join(["/".join(parts[:split]) + ".py", *parts[split:], name])
+
+
+# ---------------------------------------------------------------------------- matching ids
+
+
+@dataclass(frozen=True)
+class _Node:
+    key: str
+    file: str
+    rest: str  # everything after the file: Class::test[params]
+
+    @property
+    def function(self) -> str:
+        return self.rest.split("::")[-1].split("[", 1)[0]
+
+    @property
+    def classes(self) -> list[str]:
+        return self.rest.split("[", 1)[0].split("::")[:-1]
+
+
+_UNITTEST_ID = re.compile(r"^(?P<method>\w+) \((?P<dotted>[\w.]+)\)$")
+
+
+def match_results(
+    expected: Iterable[str], outcomes: dict[str, TestOutcome]
+) -> dict[str, TestOutcome]:
+    """An outcome for every expected id; "missing" when no test that ran matches it.
+
+    Rules, tried in order; the first that finds anything decides:
+    1. the exact pytest node id;
+    2. a node id whose file is given relative to another root (`a/tests/t.py` vs `tests/t.py`);
+    3. an id cut at its first space, as SWE-bench logs leave them (`t.py::test_p[a` for
+       `t.py::test_p[a b]`): every node id that continues the id with whitespace;
+    4. an id without parameters (`t.py::test_p`, or bare `test_p`): all its parametrized nodes;
+    5. a bare function name as in sympy's dataset (`test_foo`, `test_foo[1]`) or a dotted one
+       (`Class.test_foo`, `module.Class.test_foo`): every node it names, in any file;
+    6. unittest style (`test_m (pkg.module.Class)`, also `(pkg.module.Class.test_m)`).
+    When one id matches several nodes, all must pass: the worst status stands for them and the
+    message names the nodes that did not pass. An id whose file failed to import is "error".
+    """
+    # Every rule keeps the function name, so only nodes of that function need a look.
+    by_function: dict[str, list[_Node]] = {}
+    for key in outcomes:
+        if "::" in key:
+            node = _Node(key, *key.split("::", 1))
+            by_function.setdefault(node.function, []).append(node)
+    broken = {key: o for key, o in outcomes.items() if "::" not in key and o.status == "error"}
+    results: dict[str, TestOutcome] = {}
+    for test_id in expected:
+        if test_id in outcomes:
+            results[test_id] = outcomes[test_id]
+            continue
+        keys = _matching_keys(test_id, by_function.get(_function_of(test_id), []))
+        if keys:
+            results[test_id] = _aggregate({k: outcomes[k] for k in keys})
+        else:
+            results[test_id] = _never_ran(test_id, broken)
+    return results
+
+
+def _function_of(test_id: str) -> str:
+    unittest_id = _UNITTEST_ID.match(test_id)
+    if unittest_id:
+        return unittest_id["method"]
+    rest = test_id.split("::", 1)[-1]
+    return rest.split("[", 1)[0].split("::")[-1].split(".")[-1]
+
+
+def _matching_keys(test_id: str, nodes: list[_Node]) -> list[str]:
+    unittest_id = _UNITTEST_ID.match(test_id)
+    if unittest_id:
+        return _unittest_keys(unittest_id["method"], unittest_id["dotted"], nodes)
+    if "::" in test_id:
+        file, rest = test_id.split("::", 1)
+        nodes = [n for n in nodes if _same_file(file, n.file)]
+    else:
+        rest = test_id
+    for rule in (_same_rest, _continues_after_space, _parametrized_of):
+        keys = [n.key for n in nodes if rule(rest, n, "::" in test_id)]
+        if keys:
+            return keys
+    return []
+
+
+def _same_rest(rest: str, node: _Node, has_file: bool) -> bool:
+    if has_file:
+        return node.rest == rest
+    # Bare or dotted: compare with the node's own name, or its dotted module.Class.name.
+    dotted = node.file[:-3].replace("/", ".") + "." + node.rest.replace("::", ".")
+    return node.rest.split("::")[-1] == rest or dotted.endswith("." + rest)
+
+
+def _continues_after_space(rest: str, node: _Node, has_file: bool) -> bool:
+    full = node.rest if has_file else node.rest.split("::")[-1]
+    return len(full) > len(rest) and full.startswith(rest) and full[len(rest)].isspace()
+
+
+def _parametrized_of(rest: str, node: _Node, has_file: bool) -> bool:
+    if "[" not in node.rest or "[" in rest:
+        return False
+    bare = node.rest.split("[", 1)[0]
+    return bare == rest if has_file else _same_rest(rest, _Node(node.key, node.file, bare), False)
+
+
+def _unittest_keys(method: str, dotted: str, nodes: list[_Node]) -> list[str]:
+    parts = dotted.split(".")
+    if len(parts) > 1 and parts[-1] == method:
+        parts = parts[:-1]  # Python 3.11+ writes `test_m (module.Class.test_m)`
+    cls, module = parts[-1], ".".join(parts[:-1])
+    keys = []
+    for node in nodes:
+        node_module = node.file[:-3].replace("/", ".")
+        if node.function != method or not node.classes or node.classes[-1] != cls:
+            continue
+        if not module or node_module == module or node_module.endswith("." + module):
+            keys.append(node.key)
+    return keys
+
+
+def _same_file(a: str, b: str) -> bool:
+    return a == b or a.endswith("/" + b) or b.endswith("/" + a)
+
+
+def _aggregate(found: dict[str, TestOutcome]) -> TestOutcome:
+    if len(found) == 1:
+        return next(iter(found.values()))
+    bad = {k: o for k, o in found.items() if o.status != "passed"}
+    if not bad:
+        return TestOutcome("passed")
+    worst = max(bad.values(), key=lambda o: _SEVERITY[o.status])
+    listed = "; ".join(f"{k}: {o.status}" for k, o in list(bad.items())[:5])
+    more = f" (+{len(bad) - 5} more)" if len(bad) > 5 else ""
+    message = f"{len(bad)} of {len(found)} matching tests did not pass: {listed}{more}"
+    return TestOutcome(worst.status, message[:MESSAGE_CHARS])
+
+
+def _never_ran(test_id: str, broken: dict[str, TestOutcome]) -> TestOutcome:
+    file = test_id.split("::", 1)[0] if "::" in test_id else None
+    for path, outcome in broken.items():
+        if file is not None and _same_file(file, path):
+            return TestOutcome(
+                "error", f"{path} failed to import: {outcome.message}"[:MESSAGE_CHARS]
+            )
+    if broken:
+        return TestOutcome(
+            "missing", f"never ran; modules that failed to import: {', '.join(broken)}"
+        )
+    return TestOutcome("missing", "never ran")
+
+
+# ---------------------------------------------------------------------------- cross-check
+
+_EXIT_MEANING = {
+    2: "pytest was interrupted (exit code 2)",
+    3: "pytest hit an internal error (exit code 3)",
+    4: "pytest was called wrongly (exit code 4: usage error, e.g. a test file does not exist)",
+    5: "pytest collected no tests (exit code 5)",
+}
+
+
+def cross_check(exit_code: int | None, outcomes: dict[str, TestOutcome] | None) -> str | None:
+    """Why the exit code and the JUnit XML disagree (or say the run went wrong), else None."""
+    if outcomes is None:
+        return f"no JUnit XML was written (exit code {exit_code})"
+    if exit_code is None:
+        return None
+    broken = sorted(k for k in outcomes if "::" not in k)
+    counts = {s: sum(1 for o in outcomes.values() if o.status == s) for s in _SEVERITY}
+    bad = counts["failed"] + counts["error"]
+    if exit_code == 0:
+        if bad:
+            return (
+                f"exit code 0 but the JUnit XML reports {counts['failed']} failed and"
+                f" {counts['error']} errors"
+            )
+        if not outcomes:
+            return "exit code 0 but the JUnit XML holds no test"
+        return None
+    if exit_code == 1:
+        return None if bad else "exit code 1 (tests failed) but the JUnit XML reports no failure"
+    if exit_code == 2 and broken:
+        return f"pytest stopped: test modules failed to import: {', '.join(broken)}"
+    if exit_code in _EXIT_MEANING:
+        return _EXIT_MEANING[exit_code]
+    if exit_code < 0 or exit_code > 128:
+        signal = -exit_code if exit_code < 0 else exit_code - 128
+        return f"the test process was killed by signal {signal} (exit code {exit_code})"
+    return f"unexpected exit code {exit_code} from pytest"

@@ -1,0 +1,144 @@
+"""Build commands: isolated from ambient configuration, the cutoff passed, failures classified."""
+
+from __future__ import annotations
+
+import os
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from swebounty import envbuild
+from swebounty.envbuild import StepFailed, Uv, classify, isolated_env, newest_release_before
+
+UV_YANKED = """error: No solution found when resolving dependencies
+  cause: Because types-pkg-resources<=0.1.2 was yanked (reason: Use types-setuptools instead)
+  and only the following versions of types-pkg-resources are available:"""
+UV_BUILD = """  x Failed to build `numpy==1.16.0`
+  |-> The build backend returned an error"""
+UV_CONFLICT = """error: No solution found when resolving dependencies
+  cause: Because pytest==6.0.0 depends on pluggy>=0.12,<1.0 and you require pluggy==1.0,
+  we can conclude that your requirements are unsatisfiable."""
+UV_PYTHON = """  cause: Because the current Python version (3.11.7) does not satisfy Python>=3.6,<3.10
+  and foo==1.0 depends on Python>=3.6,<3.10, we can conclude that foo==1.0 cannot be used."""
+
+
+@pytest.mark.parametrize(
+    ("output", "kind"),
+    [
+        (UV_YANKED, "yanked"),
+        (UV_BUILD, "build"),
+        (UV_CONFLICT, "resolve"),
+        (UV_PYTHON, "python"),
+        ("error sending request for url", "network"),
+        ("boom", "other"),
+    ],
+)
+def test_failures_are_classified(output: str, kind: str) -> None:
+    assert classify(output) == kind
+
+
+def test_yanked_names_are_read_from_the_message() -> None:
+    assert StepFailed("resolve", "yanked", UV_YANKED).yanked == ["types-pkg-resources"]
+
+
+def test_ambient_pip_and_uv_configuration_never_reach_a_build(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PIP_FIND_LINKS", "/opt/wheels")
+    monkeypatch.setenv("PIP_CONSTRAINT", "/etc/xdg/pip/constraints.txt")
+    monkeypatch.setenv("UV_FIND_LINKS", "/opt/wheels")
+    monkeypatch.setenv("UV_EXCLUDE_NEWER", "2030-01-01")
+    env = isolated_env()
+    assert not [
+        k
+        for k in env
+        if k.startswith("PIP_")
+        and k not in ("PIP_CONFIG_FILE", "PIP_DISABLE_PIP_VERSION_CHECK", "PIP_NO_INPUT")
+    ]
+    assert "UV_FIND_LINKS" not in env and "UV_EXCLUDE_NEWER" not in env
+    assert env["UV_NO_CONFIG"] == "1" and env["PIP_CONFIG_FILE"] == os.devnull
+    assert env["UV_PYTHON_DOWNLOADS"] == "never"
+
+
+def fake_uv(tmp_path: Path) -> Path:
+    """A stand-in for uv that records its argv and environment."""
+    script = tmp_path / "uv"
+    script.write_text(
+        f"#!{sys.executable}\nimport json, os, sys\n"
+        f"open({str(tmp_path / 'calls.jsonl')!r}, 'a').write(json.dumps("
+        "{'argv': sys.argv[1:], 'env': dict(os.environ)}) + '\\n')\n"
+        "print('pytest==6.2.5')\n"
+    )
+    script.chmod(0o755)
+    return script
+
+
+def test_compile_passes_the_cutoff_and_the_interpreter(tmp_path: Path) -> None:
+    import json
+
+    uv = Uv(fake_uv(tmp_path), tmp_path / "build.log", offline=True)
+    cutoff = datetime(2021, 1, 1, 12, 30, tzinfo=timezone.utc)
+    req = tmp_path / "in.txt"
+    req.write_text("pytest\n")
+    out = uv.compile(Path("/py/bin/python3.8"), req, cutoff, cwd=tmp_path)
+    assert out.strip() == "pytest==6.2.5"
+    call = json.loads((tmp_path / "calls.jsonl").read_text().splitlines()[0])
+    argv = call["argv"]
+    assert argv[:2] == ["pip", "compile"]
+    assert argv[argv.index("--exclude-newer") + 1] == "2021-01-01T12:30:00Z"
+    assert argv[argv.index("--python") + 1] == "/py/bin/python3.8"
+    assert "--offline" in argv
+    assert call["env"]["UV_NO_CONFIG"] == "1"
+    assert "$ " in (tmp_path / "build.log").read_text()
+
+
+def test_failed_step_raises_with_kind(tmp_path: Path) -> None:
+    script = tmp_path / "uv"
+    script.write_text(f"#!/bin/sh\necho '{UV_CONFLICT.splitlines()[0]}' >&2\nexit 1\n")
+    script.chmod(0o755)
+    with pytest.raises(StepFailed) as info:
+        Uv(script, tmp_path / "log").venv(Path("/py"), tmp_path / "v")
+    assert info.value.kind == "resolve"
+
+
+def test_newest_release_before_the_cutoff_counts_yanked_files(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    files = [
+        {
+            "filename": "types_pkg_resources-0.1.2-py3-none-any.whl",
+            "upload-time": "2021-05-01T00:00:00Z",
+            "yanked": "old",
+        },
+        {
+            "filename": "types-pkg_resources-0.1.3.tar.gz",
+            "upload-time": "2021-06-01T00:00:00Z",
+            "yanked": "old",
+        },
+        {
+            "filename": "types_pkg_resources-0.2.0-py3-none-any.whl",
+            "upload-time": "2022-01-01T00:00:00Z",
+        },
+    ]
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        assert request.url.path == "/simple/types-pkg-resources/"
+        return httpx.Response(200, json={"files": files})
+
+    transport = httpx.MockTransport(handler)
+
+    def fake_get(url: str, **kwargs: Any) -> httpx.Response:
+        with httpx.Client(transport=transport) as client:
+            return client.get(url, headers=kwargs.get("headers"))
+
+    monkeypatch.setattr(envbuild.httpx, "get", fake_get)
+    cutoff = datetime(2021, 10, 15, tzinfo=timezone.utc)
+    assert newest_release_before("types-pkg_resources", cutoff) == "0.1.3"
+    assert (
+        newest_release_before("types-pkg_resources", datetime(2020, 1, 1, tzinfo=timezone.utc))
+        is None
+    )

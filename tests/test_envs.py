@@ -1,0 +1,356 @@
+"""Environments end to end: spec merging, real builds at a cutoff, cache hits, concurrent
+builders, and tests that import the workspace's code through a TaskEnv.
+
+Builds need the package index (marked `network`); they are small and shared per session.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import httpx
+import pytest
+import uv as uv_package
+
+from swebounty.envs import EnvBuildError, Environment, EnvManager, ResolvedSpec, default_cutoff
+from swebounty.interpreters import discover
+from swebounty.tasks import EnvSpec, Task
+
+MODERN = datetime(2024, 6, 1, 12, tzinfo=timezone.utc)
+
+
+def git_repo(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    for argv in (
+        ["init", "-q"],
+        ["add", "-A"],
+        ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base"],
+    ):
+        subprocess.run(["git", *argv], cwd=root, check=True, capture_output=True)
+    return root
+
+
+PROJECT = {
+    "pyproject.toml": """
+        [build-system]
+        requires = ["setuptools>=61"]
+        build-backend = "setuptools.build_meta"
+
+        [project]
+        name = "tinyproj"
+        version = "1.0"
+        requires-python = ">=3.8"
+        dependencies = ["six"]
+
+        [project.optional-dependencies]
+        test = ["pytest"]
+
+        [project.scripts]
+        tiny = "tinyproj:main"
+        """,
+    "src/tinyproj/__init__.py": """
+        import six
+
+        def answer():
+            return 1
+
+        def main():
+            print("tiny", answer())
+        """,
+    "tests/test_tiny.py": """
+        import tinyproj
+
+        def test_answer():
+            assert tinyproj.answer() == 1
+        """,
+}
+
+
+def counting_uv(tmp: Path) -> tuple[Path, Path]:
+    """A uv that logs each `venv` creation to a file, then runs the real uv."""
+    counter = tmp / "venvs.log"
+    script = tmp / "uv"
+    script.write_text(
+        f'#!/bin/sh\nif [ "$1" = venv ]; then echo "$$" >> {counter}; fi\n'
+        f'exec {uv_package.find_uv_bin()} "$@"\n'
+    )
+    script.chmod(0o755)
+    return script, counter
+
+
+@pytest.fixture(scope="session")
+def index_reachable() -> None:
+    try:
+        httpx.head("https://pypi.org/simple/pip/", timeout=10, follow_redirects=True)
+    except httpx.HTTPError as exc:
+        pytest.skip(f"the package index is unreachable here: {exc}")
+
+
+@pytest.fixture(scope="session")
+def built(
+    tmp_path_factory: pytest.TempPathFactory, index_reachable: None
+) -> tuple[EnvManager, Environment, Path, Path]:
+    """One modern environment for tinyproj, built once for the session."""
+    tmp = tmp_path_factory.mktemp("envs")
+    uv_bin, counter = counting_uv(tmp)
+    ws = git_repo(tmp / "ws", PROJECT)
+    manager = EnvManager(tmp / "cache", uv_bin=uv_bin)
+    task = Task(instance_id="tiny-1", repo="test/tinyproj", base_commit="HEAD")
+    env = manager.ensure(manager.spec_for(task, ws, MODERN), ws)
+    return manager, env, ws, counter
+
+
+# ----------------------------------------------------------------------------- no network
+
+
+def test_default_cutoff_gives_one_to_two_days_of_slack() -> None:
+    assert default_cutoff(datetime(2021, 10, 13, 11, 35, tzinfo=timezone.utc)) == datetime(
+        2021, 10, 15, tzinfo=timezone.utc
+    )
+    naive = datetime(2021, 10, 13, 23, 59)
+    assert default_cutoff(naive) == datetime(2021, 10, 15, tzinfo=timezone.utc)
+
+
+def test_spec_merges_task_then_overrides_then_inference(tmp_path: Path) -> None:
+    ws = git_repo(
+        tmp_path / "ws",
+        {
+            **PROJECT,
+            "tox.ini": "[tox]\nenvlist = py39\n[testenv]\ndeps = coverage<5\nextras = test\n",
+        },
+    )
+    overrides = tmp_path / "overrides.toml"
+    overrides.write_text(
+        textwrap.dedent("""
+        [[override]]
+        repo = "test/tinyproj"
+        why = "its suite imports lxml through a plugin nobody declares"
+        install = ["lxml"]
+        env = {TINY_MODE = "override", OTHER = "1"}
+        test_cmd = ["python", "-m", "pytest", "-p", "no:randomly"]
+        [[override]]
+        repo = "test/tinyproj"
+        versions = ">=9"
+        why = "never applies to the version of this test's task"
+        install = ["never-installed"]
+        """)
+    )
+    manager = EnvManager(tmp_path / "cache", overrides_path=overrides)
+    task = Task(
+        instance_id="tiny-2",
+        repo="test/tinyproj",
+        base_commit="HEAD",
+        version="1.0",
+        env_spec=EnvSpec(env={"TINY_MODE": "task"}),
+    )
+    spec = manager.spec_for(task, ws, datetime(2022, 3, 1, tzinfo=timezone.utc))
+    assert spec.env == {"TINY_MODE": "task", "OTHER": "1"}  # the task wins, overrides add
+    assert "lxml" in spec.install and "never-installed" not in spec.install
+    assert spec.test_cmd == ["python", "-m", "pytest", "-p", "no:randomly"]
+    assert spec.cutoff == datetime(2022, 3, 3, tzinfo=timezone.utc)
+    assert spec.plans[0].label.startswith("tox deps") and spec.plans[0].lines == ["coverage<5"]
+    assert spec.plans[0].extras == ["test"]
+    assert any("override for test/tinyproj" in w for w in spec.why)
+    assert {"pytest", "pip", "setuptools", "wheel"} <= set(spec.install)
+
+    explicit = Task(
+        instance_id="tiny-3",
+        repo="test/tinyproj",
+        base_commit="HEAD",
+        env_spec=EnvSpec(
+            python=discover()[0].version,
+            install=["attrs==21.2.0"],
+            cutoff=datetime(2021, 1, 1, tzinfo=timezone.utc),
+        ),
+    )
+    spec = manager.spec_for(explicit, ws, MODERN)
+    assert spec.python == discover()[0].version
+    assert spec.cutoff == datetime(2021, 1, 1, tzinfo=timezone.utc)
+    assert [p.label for p in spec.plans] == ["the task's env_spec"]
+    assert "attrs==21.2.0" in spec.install and "lxml" in spec.install
+
+
+def test_missing_interpreter_is_a_clear_error(tmp_path: Path) -> None:
+    ws = git_repo(tmp_path / "ws", PROJECT)
+    task = Task(instance_id="t", repo="a/b", base_commit="HEAD", env_spec=EnvSpec(python="3.2"))
+    with pytest.raises(EnvBuildError, match="pyenv install"):
+        EnvManager(tmp_path / "c").spec_for(task, ws, MODERN)
+
+
+# ----------------------------------------------------------------------------- builds
+
+
+@pytest.mark.network
+def test_cutoff_reaches_uv_and_old_versions_are_installed(
+    tmp_path: Path, index_reachable: None
+) -> None:
+    ws = git_repo(tmp_path / "ws", {"README": "nothing to install\n"})
+    manager = EnvManager(tmp_path / "cache")
+    spec = EnvSpec(cutoff=datetime(2021, 1, 1, tzinfo=timezone.utc), install_project=False)
+    env = manager.ensure(spec, ws)
+    pins = dict(line.split("==") for line in env.lock.split())
+    assert pins["pytest"].startswith("6.")  # pytest 6.2.1 was the newest on 2021-01-01
+    assert int(pins["pip"].split(".")[0]) <= 20 and int(pins["setuptools"].split(".")[0]) <= 51
+    log = (env.path.parent / "build.log").read_text()
+    assert "--exclude-newer 2021-01-01T00:00:00Z" in log
+    freeze = (env.path.parent / "freeze.txt").read_text()
+    assert f"pytest=={pins['pytest']}" in freeze  # the recorded lock is what got installed
+
+    manager.prune(keep_keys={env.key})
+    assert [e.key for e in manager.list()] == [env.key]
+    assert manager.prune(keep_keys=set()) > 1_000_000 and manager.list() == []
+    # The spec's record kept the lock: the rebuild installs it as it is, without resolving.
+    rebuilt = EnvManager(tmp_path / "cache").ensure(spec, ws)
+    assert rebuilt.key == env.key and rebuilt.lock == env.lock
+    assert "resolve dependencies" not in (rebuilt.path.parent / "build.log").read_text()
+    assert manager.prune() > 1_000_000 and manager.list() == []
+
+
+@pytest.mark.network
+def test_build_is_shared_and_reused_without_building(
+    built: tuple[EnvManager, Environment, Path, Path], tmp_path: Path
+) -> None:
+    manager, env, ws, counter = built
+    assert env.project is not None and env.project.mode == "pth", env.why
+    assert (env.path.parent / "ready.json").exists()
+    shared = next(iter(env.path.glob("lib/python*/site-packages")))
+    assert not list(shared.glob("tinyproj*")), "the shared env must not shadow the workspace"
+    assert list(shared.glob("six*")) and list(shared.glob("pytest*"))
+    assert list(shared.rglob("*.pyc")), "bytecode is compiled at install (read-only use)"
+    builds = counter.read_text().count("\n")
+
+    started = time.monotonic()
+    again = EnvManager(manager.cache.root, uv_bin=manager.uv_bin)
+    task = Task(instance_id="tiny-9", repo="test/tinyproj", base_commit="HEAD")
+    env2 = again.ensure(again.spec_for(task, ws, MODERN), ws)
+    assert time.monotonic() - started < 1.0
+    assert env2.key == env.key and counter.read_text().count("\n") == builds
+    assert [e.key for e in again.list()] == [env.key]
+    assert env.size_bytes and env.size_bytes > 1_000_000
+
+
+@pytest.mark.network
+def test_tests_import_the_workspace_not_a_copy(
+    built: tuple[EnvManager, Environment, Path, Path], tmp_path: Path
+) -> None:
+    manager, env, base_ws, _ = built
+    ws = tmp_path / "ws"
+    subprocess.run(["git", "clone", "-q", str(base_ws), str(ws)], check=True)
+    # The workspace changes after the environment was built: tests must see the change.
+    init = ws / "src/tinyproj/__init__.py"
+    init.write_text(init.read_text().replace("return 1", "return 2"))
+    (ws / "tests/test_tiny.py").write_text(
+        "import tinyproj\n\ndef test_answer():\n    assert tinyproj.answer() == 2\n"
+    )
+    tenv = manager.for_task(env, ws, tmp_path / "scratch")
+    assert tenv.setup_argv is None  # pure Python, packaging unchanged: nothing to run
+    assert env.interpreter_prefix in tenv.ro_paths and env.path in tenv.ro_paths
+    assert tenv.env["PIP_NO_INDEX"] == "1" and "PIP_FIND_LINKS" not in tenv.env
+    proc = subprocess.run(
+        [*tenv.test_prefix, "-q", "-p", "no:cacheprovider", "tests"],
+        cwd=ws,
+        env=tenv.env,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    script = subprocess.run(["tiny"], cwd=ws, env=tenv.env, capture_output=True, text=True)
+    assert script.stdout.strip() == "tiny 2"
+
+
+@pytest.mark.network
+def test_changed_packaging_gets_a_real_offline_install(
+    built: tuple[EnvManager, Environment, Path, Path], tmp_path: Path
+) -> None:
+    manager, env, base_ws, _ = built
+    ws = tmp_path / "ws"
+    subprocess.run(["git", "clone", "-q", str(base_ws), str(ws)], check=True)
+    pyproject = ws / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace('version = "1.0"', 'version = "1.1"'))
+    tenv = manager.for_task(env, ws, tmp_path / "scratch")
+    assert tenv.setup_argv is not None and "--no-index" in tenv.setup_argv
+    setup = subprocess.run(tenv.setup_argv, cwd=ws, env=tenv.env, capture_output=True, text=True)
+    assert setup.returncode == 0, setup.stdout + setup.stderr
+    probe = (
+        "import tinyproj, importlib.metadata as m;"
+        "print(tinyproj.__file__); print(m.version('tinyproj'))"
+    )
+    out = subprocess.run(
+        [tenv.test_prefix[0], "-c", probe],
+        cwd=tmp_path,
+        env=tenv.env,
+        capture_output=True,
+        text=True,
+    )
+    file, version = out.stdout.split()
+    assert Path(file).is_relative_to(ws) and version == "1.1"
+
+
+def _ensure_in_process(cache: str, ws: str, uv_bin: str, out: str) -> None:
+    manager = EnvManager(Path(cache), uv_bin=Path(uv_bin))
+    task = Task(instance_id="tiny-c", repo="test/tinyproj", base_commit="HEAD")
+    env = manager.ensure(manager.spec_for(task, Path(ws), MODERN), Path(ws))
+    Path(out).write_text(json.dumps({"key": env.key, "python": str(env.python)}))
+
+
+@pytest.mark.network
+def test_two_processes_build_one_environment_once(
+    built: tuple[EnvManager, Environment, Path, Path], tmp_path: Path
+) -> None:
+    _, env, ws, _ = built  # uv's download cache is warm now, so this build is quick
+    uv_bin, counter = counting_uv(tmp_path)
+    here = [str(Path(__file__).parent)]
+    code = f"import sys; sys.path[:0] = {here!r}; import test_envs as t; t._ensure_in_process(*sys.argv[1:])"
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                code,
+                str(tmp_path / "cache"),
+                str(ws),
+                str(uv_bin),
+                str(tmp_path / f"out{i}.json"),
+            ],
+            stderr=subprocess.PIPE,
+        )
+        for i in range(2)
+    ]
+    for proc in procs:
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err.decode()[-2000:]
+    results = [json.loads((tmp_path / f"out{i}.json").read_text()) for i in range(2)]
+    assert results[0] == results[1] and results[0]["key"] == env.key
+    assert counter.read_text().count("\n") == 1  # one venv was created, by one of them
+
+
+@pytest.mark.network
+def test_unresolvable_dependencies_fail_clearly_and_fast_the_second_time(
+    tmp_path: Path, index_reachable: None
+) -> None:
+    ws = git_repo(tmp_path / "ws", {"README": "x\n"})
+    manager = EnvManager(tmp_path / "cache")
+    spec = EnvSpec(install=["swebounty-no-such-package-zz9"], install_project=False, cutoff=MODERN)
+    with pytest.raises(EnvBuildError) as info:
+        manager.ensure(spec, ws)
+    message = str(info.value)
+    assert "resolve dependencies failed" in message and "swebounty-no-such-package-zz9" in message
+    assert "override" in message  # says what to do
+    started = time.monotonic()
+    with pytest.raises(EnvBuildError):
+        EnvManager(tmp_path / "cache").ensure(spec, ws)
+    assert time.monotonic() - started < 1.0  # remembered, not rebuilt
+    assert manager.prune() >= 0 and manager.list() == []
+
+
+def test_resolved_spec_is_an_envspec() -> None:
+    assert issubclass(ResolvedSpec, EnvSpec)

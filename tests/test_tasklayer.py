@@ -1,0 +1,151 @@
+"""The per-task layer: a tiny venv over a shared site-packages, importing the workspace."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+from swebounty.tasklayer import (
+    capture,
+    make_layer,
+    packaging_digest,
+    pip_argv,
+    replay,
+    site_packages,
+)
+
+VERSION = "{}.{}.{}".format(*sys.version_info[:3])
+MINOR = "{}.{}".format(*sys.version_info[:2])
+INTERP = Path(sysconfig.get_config_var("BINDIR") or Path(sys.executable).parent) / f"python{MINOR}"
+if not INTERP.exists():  # pragma: no cover - unusual layouts
+    INTERP = Path(sys.executable).resolve()
+
+
+def run(python: Path, code: str, **kw: object) -> str:
+    proc = subprocess.run(
+        [str(python), "-c", code],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin"},
+        **kw,  # type: ignore[arg-type]
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
+
+
+def test_layer_sees_the_shared_site_and_its_pth_files(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "depmod.py").write_text("VALUE = 42\n")
+    (shared / "extra.pth").write_text(str(tmp_path / "viapth") + "\n")
+    (tmp_path / "viapth").mkdir()
+    (tmp_path / "viapth" / "viapth_mod.py").write_text("OK = True\n")
+    python = make_layer(tmp_path / "layer", INTERP, VERSION, shared)
+    out = run(python, "import sys, depmod, viapth_mod; print(sys.prefix, depmod.VALUE)")
+    assert out == f"{tmp_path / 'layer'} 42"
+    # The interpreter's own site-packages (where swebounty itself lives) stays invisible.
+    proc = subprocess.run([str(python), "-c", "import pydantic"], capture_output=True)
+    assert proc.returncode != 0
+
+
+def fake_install(layer: Path, project: Path, how: str) -> None:
+    """What era pips leave behind: legacy develop, a PEP 660 .pth, a strict finder."""
+    sp = site_packages(layer, MINOR)
+    if how == "develop":
+        (sp / "proj.egg-link").write_text(f"{project / 'src'}\n.")
+        egg = project / "src" / "proj.egg-info"
+        egg.mkdir(parents=True)
+        (egg / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: proj\nVersion: 1.2\n")
+        (egg / "entry_points.txt").write_text("[console_scripts]\nproj-cli = proj.cli:main\n")
+    elif how == "pth":
+        (sp / "__editable__.proj-1.2.pth").write_text(f"{project / 'src'}\n")
+    else:
+        (sp / "__editable__.proj-1.2.pth").write_text("import __editable___proj_1_2_finder; x\n")
+        (sp / "__editable___proj_1_2_finder.py").write_text(
+            f"MAPPING = {{'proj': {str(project / 'src' / 'proj')!r}}}\n"
+        )
+    if how != "develop":
+        dist = sp / "proj-1.2.dist-info"
+        dist.mkdir()
+        (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: proj\nVersion: 1.2\n")
+        (dist / "entry_points.txt").write_text("[console_scripts]\nproj-cli = proj.cli:main\n")
+
+
+def make_project(root: Path) -> None:
+    pkg = root / "src" / "proj"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("WHERE = 'base'\n")
+    (pkg / "cli.py").write_text("def main():\n    print('cli says hi')\n    return 0\n")
+    (root / "setup.py").write_text("from setuptools import setup\nsetup(name='proj')\n")
+
+
+def test_capture_then_replay_into_a_workspace(tmp_path: Path) -> None:
+    for how in ("develop", "pth", "finder"):
+        base = tmp_path / how / "copy"
+        make_project(base)
+        build_layer = tmp_path / how / "build-layer"
+        make_layer(build_layer, INTERP, VERSION, tmp_path / "none")
+        fake_install(build_layer, base, how)
+        info = capture(build_layer, MINOR, base, tmp_path / how / "store")
+        assert info.mode == "pth", info.why
+        assert info.roots == ["src"] and info.name == "proj"
+        assert info.console_scripts == {"proj-cli": "proj.cli:main"}
+
+        ws = tmp_path / how / "ws"
+        make_project(ws)
+        (ws / "src" / "proj" / "__init__.py").write_text("WHERE = 'workspace'\n")
+        layer = tmp_path / how / "task-layer"
+        python = make_layer(layer, INTERP, VERSION, tmp_path / "none")
+        replay(layer, MINOR, info, tmp_path / how / "store", ws)
+        out = run(
+            python,
+            "import proj, importlib.metadata as m; print(proj.WHERE, m.version('proj'))",
+        )
+        assert out == "workspace 1.2"
+        script = subprocess.run([str(layer / "bin" / "proj-cli")], capture_output=True, text=True)
+        assert script.stdout.strip() == "cli says hi"
+
+
+def test_compiled_extensions_or_unknown_hooks_mean_a_real_install(tmp_path: Path) -> None:
+    base = tmp_path / "copy"
+    make_project(base)
+    (base / "src" / "proj" / "_speed.cpython-311-x86_64-linux-gnu.so").write_bytes(b"\x7fELF")
+    layer = tmp_path / "layer"
+    make_layer(layer, INTERP, VERSION, tmp_path / "none")
+    fake_install(layer, base, "pth")
+    info = capture(layer, MINOR, base, tmp_path / "store")
+    assert info.mode == "pip" and "compiled" in info.why
+
+    (base / "src" / "proj" / "_speed.cpython-311-x86_64-linux-gnu.so").unlink()
+    sp = site_packages(layer, MINOR)
+    (sp / "weird.pth").write_text("import some_hook; some_hook.install()\n")
+    info = capture(layer, MINOR, base, tmp_path / "store")
+    assert info.mode == "pip" and "import hook" in info.why
+
+
+def test_packaging_digest_tracks_setup_files_only(tmp_path: Path) -> None:
+    make_project(tmp_path)
+    before = packaging_digest(tmp_path)
+    (tmp_path / "src" / "proj" / "__init__.py").write_text("changed\n")
+    assert packaging_digest(tmp_path) == before
+    (tmp_path / "setup.cfg").write_text("[metadata]\nname = proj\n")
+    assert packaging_digest(tmp_path) != before
+
+
+def test_pip_argv_matches_the_era() -> None:
+    new = pip_argv(Path("/l/bin/python"), Path("/ws"), "23.1", editable=True)
+    assert new == [
+        "/l/bin/python",
+        "-m",
+        "pip",
+        "install",
+        "--no-deps",
+        "--no-index",
+        "--no-build-isolation",
+        "-e",
+        "/ws",
+    ]
+    old = pip_argv(Path("/l/bin/python"), Path("/ws"), "9.0.3", editable=False)
+    assert "--no-build-isolation" not in old and old[-1] == "/ws" and "-e" not in old
