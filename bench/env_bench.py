@@ -66,7 +66,7 @@ def run_tests(task: Task, ws: Path, scratch: Path, manager: EnvManager, env_obj:
             return f"setup failed: {proc.stderr[-300:]}"
     files = sorted({t.split("::")[0] for t in task.FAIL_TO_PASS + task.PASS_TO_PASS if "::" in t})
     proc = subprocess.run(
-        [*tenv.test_prefix, "-rA", "-p", "no:cacheprovider", *files],
+        [*tenv.test_prefix, "-rA", "-v", "-p", "no:cacheprovider", *files],
         cwd=ws,
         env=tenv.env,
         capture_output=True,

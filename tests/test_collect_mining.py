@@ -17,6 +17,7 @@ from swebounty.collect.mining import (
     linked_issues,
     mine_fixes,
     open_repo,
+    release_before,
     repo_slug,
 )
 
@@ -99,6 +100,15 @@ def test_closing_keywords(text: str, expected: list[int]) -> None:
 def test_clean_message() -> None:
     msg = "Fix it (#12)\n\nBody.\n\nCo-authored-by: A <a@b>\nSigned-off-by: B <b@c>\n"
     assert clean_message(msg) == "Fix it\n\nBody."
+
+
+def test_release_before(tmp_path: Path) -> None:
+    repo = GitRepo(tmp_path / "r")
+    first = repo.commit("one", {"a": "1"}, "2024-01-01T00:00:00Z")
+    assert release_before(repo.path, first) is None
+    repo.git("tag", "v1.2.0")
+    second = repo.commit("two", {"a": "2"}, "2024-01-02T00:00:00Z")
+    assert release_before(repo.path, second) == "1.2.0"
 
 
 def test_open_repo_errors(tmp_path: Path) -> None:

@@ -11,7 +11,6 @@ from typing import Any
 import httpx
 import pytest
 
-from swebounty import envbuild
 from swebounty.envbuild import StepFailed, Uv, classify, isolated_env, newest_release_before
 
 UV_YANKED = """error: No solution found when resolving dependencies
@@ -135,7 +134,7 @@ def test_newest_release_before_the_cutoff_counts_yanked_files(
         with httpx.Client(transport=transport) as client:
             return client.get(url, headers=kwargs.get("headers"))
 
-    monkeypatch.setattr(envbuild.httpx, "get", fake_get)
+    monkeypatch.setattr(httpx, "get", fake_get)
     cutoff = datetime(2021, 10, 15, tzinfo=timezone.utc)
     assert newest_release_before("types-pkg_resources", cutoff) == "0.1.3"
     assert (

@@ -118,3 +118,21 @@ def test_discover_reads_extra_python_dirs(tmp_path: Path, monkeypatch: pytest.Mo
     found = discover([tmp_path / "custom"])
     mine = [i for i in found if i.minor == sys.version_info[:2]]
     assert mine and mine[0].source == "python-dir"
+
+
+def test_probes_are_remembered_on_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from swebounty import interpreters
+
+    cache = tmp_path / "interpreters.json"
+    first = discover(cache_file=cache)
+    assert cache.exists()
+    monkeypatch.setattr(interpreters, "_probe_cache", {})
+
+    def no_process(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a remembered interpreter was started again")
+
+    monkeypatch.setattr(interpreters.subprocess, "run", no_process)
+    monkeypatch.setenv("PYENV_ROOT", str(tmp_path / "none"))  # `pyenv root` would run pyenv
+    again = discover(cache_file=cache)
+    assert {i.executable for i in again} <= {i.executable for i in first}
+    assert any(i.minor == sys.version_info[:2] for i in again)

@@ -129,7 +129,7 @@ def test_resume_after_kill_loses_and_duplicates_nothing(cache_dir: Path, tmp_pat
     _eval(cache_dir, tmp_path / "warm", "--demo", "--gold", "--run-id", "w", "--unsafe",
           "-i", _demo_task_ids(cache_dir)[0])
     cmd = [
-        sys.executable, "-m", "swebounty.cli", "eval", "--demo", "--gold", "--run-id", "k",
+        sys.executable, "-m", "swebounty", "eval", "--demo", "--gold", "--run-id", "k",
         "--unsafe", "--cache-dir", str(cache_dir), "--runs-dir", str(runs),
     ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

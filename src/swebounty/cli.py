@@ -227,7 +227,13 @@ def eval_cmd(
     verdicts = [
         v for v in store.verdicts(run_id) if v.instance_id in {t.instance_id for t in tasks}
     ]
-    out.print(_verdict_table(run_id, verdicts))
+    table = _verdict_table(run_id, verdicts)
+    reasons = _verdict_reasons(verdicts)
+    if not reasons:
+        table.caption = None
+    out.print(table)
+    for line in reasons:
+        out.print(line, highlight=False)
     report = write_run_report(
         ctx.runs_dir / run_id / "report.json",
         run_id,
@@ -247,23 +253,34 @@ def eval_cmd(
 
 
 def _verdict_table(run_id: str, verdicts: list[Verdict]) -> Table:
-    table = Table(title=f"run {run_id}")
-    for col in ("task", "attempt", "verdict", "FAIL_TO_PASS", "PASS_TO_PASS", "s", "why"):
-        table.add_column(col, overflow="fold")
+    table = Table(title=f"run {run_id}", caption="why: see the lines below the table")
+    table.add_column("task", no_wrap=True)
+    table.add_column("try", justify="right")
+    table.add_column("verdict", no_wrap=True)
+    table.add_column("F2P", justify="right")
+    table.add_column("P2P", justify="right")
+    table.add_column("s", justify="right")
     for v in sorted(verdicts, key=lambda v: (v.instance_id, v.attempt)):
         cells = []
         for kind in ("FAIL_TO_PASS", "PASS_TO_PASS"):
             tests = [t for t in v.tests if t.expected == kind]
             ok = sum(t.status == "passed" for t in tests)
             cells.append(f"{ok}/{len(tests)}" if tests else "-")
-        status = f"[{STATUS_STYLE[v.status]}]{v.status}[/]"
-        if v.empty_patch:
-            status += " (empty)"
-        why = v.reason.splitlines()[0][:80] if v.reason else ""
-        if v.hack_flags:
-            why = f"[yellow]flags: {', '.join(v.hack_flags)}[/] {why}"
-        table.add_row(v.instance_id, str(v.attempt), status, *cells, f"{v.seconds:.1f}", why)
+        status = f"[{STATUS_STYLE[v.status]}]{v.status}[/]" + (" (empty)" if v.empty_patch else "")
+        table.add_row(v.instance_id, str(v.attempt), status, *cells, f"{v.seconds:.1f}")
     return table
+
+
+def _verdict_reasons(verdicts: list[Verdict]) -> list[str]:
+    """One line per verdict that needs explaining: why it is not resolved, and hack flags."""
+    lines = []
+    for v in sorted(verdicts, key=lambda v: (v.instance_id, v.attempt)):
+        why = v.reason.splitlines()[0][:160] if v.reason and not v.resolved else ""
+        if v.hack_flags:
+            why = f"[yellow]hack flags: {', '.join(v.hack_flags)}[/] {why}"
+        if why:
+            lines.append(f"[bold]{v.instance_id}[/] ({v.status}): {why}")
+    return lines
 
 
 @app.command("runs")
@@ -283,27 +300,43 @@ def runs_cmd(runs_dir: RunsOpt = Path("runs")) -> None:
 def _load_runs(
     run_ids: list[str], runs_dir: Path, cache_dir: Path
 ) -> tuple[Store, list[tuple[dict[str, Any], list[Task]]]]:
-    store = Store.open(runs_dir.resolve() / "runs.sqlite")
+    db = runs_dir.resolve() / "runs.sqlite"
+    # Opening a missing store would create an empty one and hide a mistyped --runs-dir.
+    if not db.is_file():
+        raise _fail(
+            f"no runs in {runs_dir} (no runs.sqlite): run `swebounty eval` or pass --runs-dir"
+        )
+    store = Store.open(db)
     loaded = []
-    for run_id in run_ids:
+    for run_id in dict.fromkeys(run_ids):  # a run named twice is scored once
         info = store.run(run_id)
         if info is None:
-            raise _fail(f"no run {run_id!r} in {runs_dir}; `swebounty runs` lists them")
+            known = ", ".join(run["run_id"] for run in store.runs()) or "none"
+            store.close()
+            raise _fail(f"no run {run_id!r} in {runs_dir} (runs there: {known})")
         try:
             tasks, _, _ = load_dataset(info["dataset"], cache_dir)
-        except FileNotFoundError as exc:
-            raise _fail(f"run {run_id}: {exc} (the run's dataset moved?)") from exc
+        except (FileNotFoundError, ValueError) as exc:
+            store.close()
+            raise _fail(
+                f"run {run_id}: cannot read its dataset {info['dataset']}: {exc}"
+                " (moved? put it back at that path)"
+            ) from exc
         loaded.append((info, tasks))
     return store, loaded
 
 
 def _parse_date(value: str | None) -> datetime | None:
+    """A date or time (ISO 8601); one without a zone is UTC, as task dates are."""
     if value is None:
         return None
     try:
-        return datetime.fromisoformat(value).replace(tzinfo=timezone.utc)
+        moment = datetime.fromisoformat(value)
     except ValueError as exc:
         raise _fail(f"--model-cutoff {value!r} is not a date like 2025-06-30") from exc
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc)
 
 
 @app.command("score")
@@ -318,6 +351,8 @@ def score_cmd(
     cache_dir: CacheOpt = DEFAULT_CACHE,
 ) -> None:
     """Resolve rate, dollars, Kprize score, pass@k, cost and breakdowns of runs."""
+    from swebounty.report import render_breakdowns
+
     cutoff = _parse_date(model_cutoff)
     store, loaded = _load_runs(run_ids, runs_dir, cache_dir)
     scores = [
@@ -330,13 +365,20 @@ def score_cmd(
         )
         for info, tasks in loaded
     ]
+    store.close()
     payload = json.dumps([s.model_dump(mode="json") for s in scores], indent=2)
     if output:
-        output.write_text(payload, encoding="utf-8")
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(payload + "\n", encoding="utf-8")
     if as_json:
-        out.print_json(payload)
-    else:
-        out.print(render_table(scores))
+        # Plain text, not rich: the output is for programs, so no highlighting or wrapping.
+        typer.echo(payload)
+        return
+    out.print(render_table(scores, width=out.width))
+    for table in render_breakdowns(scores):
+        out.print(table)
+    if output:
+        out.print(f"scores: {output}")
 
 
 @app.command("report")
@@ -359,6 +401,7 @@ def report_cmd(
         subs, verdicts = store.submissions(info["run_id"]), store.verdicts(info["run_id"])
         score = score_run(tasks, subs, verdicts, model_cutoff=cutoff, run_id=info["run_id"])
         report_runs.append(ReportRun(score, info, tasks, verdicts, subs))
+    store.close()
     path = write_report(report_runs, output)
     out.print(f"report: {path}")
 

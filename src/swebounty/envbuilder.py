@@ -33,7 +33,6 @@ from swebounty.envbuild import (
     newest_release_before,
     no_wheels,
     pinned,
-    run_logged,
     strip_project,
     tag_release,
 )
@@ -47,7 +46,7 @@ from swebounty.envcache import (
     write_json,
 )
 from swebounty.interpreters import Interpreter, find
-from swebounty.tasklayer import capture, make_layer, packaging_digest, pip_argv
+from swebounty.tasklayer import install_and_capture
 
 if TYPE_CHECKING:
     from swebounty.envs import Environment, EnvManager, ResolvedSpec
@@ -391,38 +390,17 @@ class Builder:
         sdir: Path,
         uvr: Uv,
     ) -> ProjectInstall:
-        """Install the base commit's project into a throw-away layer with the era's pip, the way
-        each task will, and capture what it did (to replay it per task when that is faithful)."""
-        from swebounty.tasklayer import ProjectInstall
-
-        minor = interp.minor_str
         edir = self.m.cache.env_dir(env_key)
-        shared = edir / "venv" / "lib" / f"python{minor}" / "site-packages"
-        layer = tmp / "layer"
-        python = make_layer(layer, interp.executable, interp.version, shared)
-        pip_version = pinned(lock, "pip")
+        shared = edir / "venv" / "lib" / f"python{interp.minor_str}" / "site-packages"
         env = isolated_env({"PIP_NO_INDEX": "1", "HOME": str(tmp), **spec.env})
-        project = tmp / "project"
-        for editable in (True, False):
-            argv = pip_argv(python, project, pip_version, editable)
-            try:
-                run_logged("install the project", argv, uvr.log_path, cwd=tmp, env=env)
-            except StepFailed as exc:
-                if editable:
-                    continue
-                raise StepFailed("install the project", "build", exc.output) from exc
-            store = sdir / "meta"
-            shutil.rmtree(store, ignore_errors=True)
-            store.mkdir(parents=True)
-            if not editable:
-                return ProjectInstall(
-                    mode="pip",
-                    editable=False,
-                    pip_version=pip_version,
-                    packaging_digest=packaging_digest(project),
-                    why=f"pip {pip_version} could not install it editable; installs a copy",
-                )
-            info = capture(layer, minor, project, store)
-            info.pip_version = pip_version
-            return info
-        raise AssertionError("unreachable")
+        return install_and_capture(
+            tmp / "project",
+            layer=tmp / "layer",
+            interpreter=interp.executable,
+            version=interp.version,
+            shared_site=shared,
+            pip_version=pinned(lock, "pip"),
+            store=sdir / "meta",
+            env=env,
+            log_path=uvr.log_path,
+        )

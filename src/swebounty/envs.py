@@ -122,7 +122,8 @@ class EnvManager:
     def interpreters(self) -> list[Interpreter]:
         with self._guard:
             if self._interpreters is None:
-                self._interpreters = discover(self.python_dirs)
+                cache_file = self.cache.root / "interpreters.json"
+                self._interpreters = discover(self.python_dirs, cache_file=cache_file)
             return self._interpreters
 
     # ------------------------------------------------------------------ spec

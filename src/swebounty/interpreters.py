@@ -10,6 +10,7 @@ fallbacks for when a dependency of that era does not build on the newest.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -20,6 +21,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
@@ -186,9 +188,36 @@ def _candidates(python_dirs: Sequence[Path]) -> Iterable[tuple[Path, str]]:
                 yield exe, "PATH"
 
 
-def discover(python_dirs: Sequence[Path] = ()) -> list[Interpreter]:
+def _load_probe_cache(path: Path | None) -> dict[str, Any]:
+    """Probes remembered on disk, keyed by binary path + mtime + size: a new process then only
+    stats files instead of starting every interpreter (~40 ms each)."""
+    if path is None:
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    for key, info in data.items():
+        real = Path(key.split("|", 1)[0])
+        if real not in _probe_cache and _stamp(real) == key:
+            _probe_cache[real] = Interpreter.model_validate(info) if info else None
+    return data if isinstance(data, dict) else {}
+
+
+def _stamp(real: Path) -> str:
+    try:
+        st = real.stat()
+    except OSError:
+        return ""
+    return f"{real}|{st.st_mtime_ns}|{st.st_size}"
+
+
+def discover(
+    python_dirs: Sequence[Path] = (), *, cache_file: Path | None = None
+) -> list[Interpreter]:
     """Every usable CPython 3 interpreter, one per minor version (the newest patch release wins;
     at equal version the first source in discovery order wins), newest first."""
+    _load_probe_cache(cache_file)
     best: dict[tuple[int, int], Interpreter] = {}
     seen: set[Path] = set()
     for exe, source in _candidates(python_dirs):
@@ -205,6 +234,15 @@ def discover(python_dirs: Sequence[Path] = ()) -> list[Interpreter]:
         old = best.get(interp.minor)
         if old is None or Version(interp.version) > Version(old.version):
             best[interp.minor] = interp
+    if cache_file is not None:
+        data = {
+            _stamp(real): (info.model_dump(mode="json") if info else None)
+            for real, info in _probe_cache.items()
+        }
+        tmp = cache_file.with_name(f".{cache_file.name}.{os.getpid()}")
+        with contextlib.suppress(OSError):
+            tmp.write_text(json.dumps(data), encoding="utf-8")
+            os.replace(tmp, cache_file)
     return sorted(best.values(), key=lambda i: i.minor, reverse=True)
 
 

@@ -28,6 +28,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from swebounty.envbuild import StepFailed, run_logged
+
 log = logging.getLogger(__name__)
 
 SHARED_PTH = "_swebounty_shared.pth"
@@ -225,6 +227,49 @@ def replay(layer: Path, minor: str, info: ProjectInstall, store: Path, workspace
             encoding="utf-8",
         )
         script.chmod(0o755)
+
+
+def install_and_capture(
+    project: Path,
+    *,
+    layer: Path,
+    interpreter: Path,
+    version: str,
+    shared_site: Path,
+    pip_version: str | None,
+    store: Path,
+    env: dict[str, str],
+    log_path: Path,
+) -> ProjectInstall:
+    """Install the base commit's `project` into a throw-away layer with the era's pip, the way
+    each task will, and capture what it did (to replay it per task when that is faithful).
+
+    Raises StepFailed("install the project", "build") when neither an editable install nor a
+    copy works with this interpreter."""
+    minor = ".".join(version.split(".")[:2])
+    python = make_layer(layer, interpreter, version, shared_site)
+    for editable in (True, False):
+        argv = pip_argv(python, project, pip_version, editable)
+        try:
+            run_logged("install the project", argv, log_path, cwd=layer.parent, env=env)
+        except StepFailed as exc:
+            if editable:
+                continue  # pips before 21.3 cannot install a pyproject-only project editable
+            raise StepFailed("install the project", "build", exc.output) from exc
+        shutil.rmtree(store, ignore_errors=True)
+        store.mkdir(parents=True)
+        if not editable:
+            return ProjectInstall(
+                mode="pip",
+                editable=False,
+                pip_version=pip_version,
+                packaging_digest=packaging_digest(project),
+                why=f"pip {pip_version} could not install it editable; installs a copy",
+            )
+        info = capture(layer, minor, project, store)
+        info.pip_version = pip_version
+        return info
+    raise AssertionError("unreachable")
 
 
 def pip_argv(python: Path, workspace: Path, pip_version: str | None, editable: bool) -> list[str]:

@@ -115,8 +115,8 @@ _MESSAGE_CHECK = re.compile(
 _STRING = re.compile(r"(['\"]).{3,}?\1")
 # Lines that carry no check of their own: structure, imports, the raising call itself.
 _NEUTRAL = re.compile(
-    r"^\s*($|#|//|@[\w.]+$|def |async def |class |import |from \S+ import |with pytest\.raises\([\w.]+\)"
-    r"|[\w.]+\(.*\)\s*;?$|[)\]}],?$|pass$|\.\.\.$)"
+    r"^\s*($|#|//|@[\w.]+$|def |async def |class |import |from \S+ import "
+    r"|with pytest\.raises\([\w.]+\)|[\w.]+\(.*\)\s*;?$|[)\]}],?$|pass$|\.\.\.$)"
 )
 
 

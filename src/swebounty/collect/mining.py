@@ -230,6 +230,16 @@ def fix_for_commit(
                _date(cdate), pr_number, linked_issues(body, repo), author)  # fmt: skip
 
 
+def release_before(repo_path: Path, commit: str) -> str | None:
+    """The newest tag reachable from `commit` ("v1.2.0" -> "1.2.0"), or None: the version a
+    history-free checkout cannot compute itself (setuptools-scm, hatch-vcs)."""
+    try:
+        tag = git(repo_path, "describe", "--tags", "--abbrev=0", commit).decode().strip()
+    except GitError:
+        return None
+    return tag.removeprefix("v") or None
+
+
 def fix_diff(fix: Fix) -> bytes:
     """The fix as one diff from its base, file by file, without rename detection."""
     return git(

@@ -29,6 +29,7 @@ from swebounty.collect.mining import (
     linked_issues,
     mine_fixes,
     open_repo,
+    release_before,
     repo_slug,
 )
 from swebounty.collect.pricing import PricingConfig, apply_price
@@ -258,6 +259,7 @@ def _candidate(
         patch=split.patch,
         test_patch=split.test_patch,
         created_at=fix.created_at,
+        version=release_before(fix.repo_path, fix.base_commit),
         repo_url=str(fix.repo_path),
         **extra,
     )

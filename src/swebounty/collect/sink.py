@@ -27,9 +27,11 @@ class Sink:
         *,
         forget: Callable[[dict[str, Any]], bool] | None = None,
         fresh: bool = False,
+        only: set[str] | None = None,
     ) -> None:
         """`forget(reject_record)`: True for a reject that a resumed run should try again
-        (its line is dropped from the partial file)."""
+        (its line is dropped). `only`: ids still wanted; earlier records of others are dropped
+        (validating a new candidates file must not carry over tasks it no longer has)."""
         self.output, self.rejects = output, rejects
         self.partial = output.with_name(output.name + ".partial")
         self.rejects_partial = rejects.with_name(rejects.name + ".partial")
@@ -43,8 +45,15 @@ class Sink:
             elif not partial.exists() and final.exists():
                 # Continue from a finished run; the finished file stays valid until finish().
                 partial.write_bytes(final.read_bytes())
-        self.known |= self._load(self.partial, None)
-        self.known |= self._load(self.rejects_partial, forget)
+
+        def unwanted(record: dict[str, Any]) -> bool:
+            return only is not None and str(record.get("instance_id")) not in only
+
+        def forget_reject(record: dict[str, Any]) -> bool:
+            return unwanted(record) or (forget is not None and forget(record))
+
+        self.known |= self._load(self.partial, unwanted)
+        self.known |= self._load(self.rejects_partial, forget_reject)
 
     @staticmethod
     def _load(path: Path, forget: Callable[[dict[str, Any]], bool] | None) -> set[str]:

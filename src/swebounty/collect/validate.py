@@ -178,6 +178,7 @@ def validate(
         rejects,
         forget=(lambda r: r.get("stage") == "infra") if retry_errors else None,
         fresh=fresh,
+        only={t.instance_id for t in candidates},
     )
     summary = ValidateSummary(candidates=len(candidates))
     todo = [t for t in candidates if t.instance_id not in sink.known]

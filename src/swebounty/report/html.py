@@ -16,10 +16,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import quote
 
-import jinja2
 from markupsafe import Markup
 
-from swebounty import __version__
 from swebounty.outcomes import AttemptOutcome, TaskOutcome, load_value_estimator, task_outcomes
 from swebounty.report import plots
 from swebounty.report.table import dollars_note, format_rate, format_usd
@@ -61,6 +59,11 @@ def render_report(
     """The report as a string; links to logs are made relative to `base_dir`."""
     if not runs:
         raise ValueError("no runs to report: pass at least one scored run")
+    # Imported here: the package imports this module, and `import swebounty` must stay cheap.
+    import jinja2
+
+    from swebounty import __version__
+
     items = [ReportRun(*run) for run in runs]
     # The leaderboard order is the order of every chart and section.
     order = sorted(range(len(items)), key=lambda i: -_resolve_rate(items[i].score))
@@ -106,15 +109,33 @@ def _run_view(run: ReportRun, rank: int, base_dir: Path) -> dict[str, Any]:
         "slug": slug,
         "run_id": run_id,
         "colour": plots.colour(rank),
-        "info": {
-            k: info.get(k) for k in ("dataset", "created_at", "sandbox") if info.get(k) is not None
-        },
+        "info": _facts(info),
         "unsafe": bool(info.get("unsafe")),
         "score": score,
         "best_k": score.pass_at_k[-1] if score.pass_at_k else None,
         "dollars_note": dollars_note(score.overall.dollars),
         "tasks": [_task_view(o, slug, base_dir) for o in outcomes],
     }
+
+
+def _facts(info: Mapping[str, Any]) -> dict[str, str]:
+    """The store's row of a run, as words for people."""
+    facts = {}
+    if info.get("dataset"):
+        facts["dataset"] = str(info["dataset"])
+    created = info.get("created_at")
+    if created:
+        try:
+            moment = datetime.fromisoformat(str(created))
+        except ValueError:
+            facts["created"] = str(created)
+        else:
+            if moment.tzinfo is not None:
+                moment = moment.astimezone(timezone.utc)
+            facts["created"] = f"{moment:%Y-%m-%d %H:%M} UTC"
+    if info.get("sandbox"):
+        facts["sandbox"] = str(info["sandbox"])
+    return facts
 
 
 def _task_view(outcome: TaskOutcome, slug: str, base_dir: Path) -> dict[str, Any]:

@@ -230,6 +230,8 @@ def freshness_chart(
         ax.patch.set_visible(False)
         tasks = [max((by[m].graded_tasks for _, by in rows if m in by), default=0) for m in months]
         counts.bar(range(len(months)), tasks, color=GRID, width=0.7)
+        # Bars in the lower part only, so a line at 100% is never lost against a bar's top.
+        counts.set_ylim(0, max(max(tasks), 1) * 1.6)
         counts.set_ylabel("tasks", color=MUTED)
         counts.yaxis.set_major_locator(MaxNLocator(integer=True))
         counts.grid(False)
@@ -237,7 +239,8 @@ def freshness_chart(
         for series, by in rows:
             xs = [i for i, m in enumerate(months) if m in by and by[m].resolve_rate]
             ys = [by[months[i]].resolve_rate.value for i in xs]  # type: ignore[union-attr]
-            ax.plot(xs, ys, "o-", color=colour(series.index), label=series.label)
+            # Unclipped, so points at 0% and 100% are drawn whole on the frame.
+            ax.plot(xs, ys, "o-", color=colour(series.index), label=series.label, clip_on=False)
         for cutoff in sorted(set(cutoffs)):
             position = _month_position(months, cutoff)
             ax.axvline(position, color=INK, linestyle="--", linewidth=1)

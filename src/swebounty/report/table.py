@@ -1,12 +1,19 @@
-"""Scores for people: number formats and the terminal table (`swebounty score`)."""
+"""Scores for people: number formats and the terminal tables of `swebounty score`.
+
+One leaderboard row per run when the terminal is wide enough, otherwise a scorecard with one
+column per run (eleven columns squeezed into 80 characters cannot be read); then breakdowns by
+repository, by month of task creation and around the model cutoff.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
-from rich.table import Table
+from swebounty.scoring import Dollars, GroupScore, Rate, RunScore
 
-from swebounty.scoring import Dollars, Rate, RunScore
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 def format_rate(rate: Rate | None, *, percent: bool = True, digits: int = 1) -> str:
@@ -21,9 +28,25 @@ def format_rate(rate: Rate | None, *, percent: bool = True, digits: int = 1) -> 
 
 
 def format_usd(amount: float | None) -> str:
+    """`$1,250`, `$12.50`, `$0`; `—` when unknown."""
     if amount is None:
         return "—"
+    if amount == 0:
+        return "$0"
     return f"${amount:,.0f}" if abs(amount) >= 100 else f"${amount:,.2f}"
+
+
+def format_kprize(rate: Rate | None) -> str:
+    """Six decimals, as the Kprize leaderboard shows it; the interval with four.
+
+    A comma, not a dash, between the bounds: they are often negative.
+    """
+    if rate is None:
+        return "—"
+    text = f"{rate.value:.6f}"
+    if rate.low is not None and rate.high is not None:
+        text += f" [{rate.low:.4f}, {rate.high:.4f}]"
+    return text
 
 
 def dollars_note(dollars: Dollars) -> str:
@@ -36,8 +59,35 @@ def dollars_note(dollars: Dollars) -> str:
     return ", ".join(parts)
 
 
-def render_table(scores: Sequence[RunScore]) -> Table:
-    """One row per run, for the terminal."""
+def _earned(dollars: Dollars) -> str:
+    text = f"{format_usd(dollars.earned_usd)} / {format_usd(dollars.available_usd)}"
+    if dollars.share is not None:
+        text += f" ({dollars.share.value:.0%})"
+    if note := dollars_note(dollars):
+        text += f"\n[dim]{note}[/dim]"
+    return text
+
+
+def _counts(group: GroupScore) -> str:
+    return f"{group.resolved} / {group.wrong} / {group.skipped} / {group.errors}"
+
+
+def _pass_k(score: RunScore) -> str:
+    best = score.pass_at_k[-1] if score.pass_at_k else None
+    return f"{best.pass_at_k.value:.1%} (k={best.k})" if best else "—"
+
+
+def _ratio(score: RunScore) -> str:
+    ratio = score.cost.earned_per_usd
+    return f"{ratio:,.1f}" if ratio is not None else "—"
+
+
+def render_table(scores: Sequence[RunScore], *, width: int | None = None) -> Table:
+    """The leaderboard, one row per run; the scorecard instead when it would not fit `width`."""
+    from rich.console import Console
+    from rich.measure import Measurement
+    from rich.table import Table
+
     has_pick = any(s.pick for s in scores)
     table = Table(title="swebounty scores", header_style="bold")
     table.add_column("run")
@@ -55,29 +105,161 @@ def render_table(scores: Sequence[RunScore]) -> Table:
     table.add_column("hack flags", justify="right")
     for s in scores:
         o = s.overall
-        best = s.pass_at_k[-1] if s.pass_at_k else None
-        earned = f"{format_usd(o.dollars.earned_usd)} / {format_usd(o.dollars.available_usd)}"
-        if o.dollars.share is not None:
-            earned += f" ({o.dollars.share.value:.0%})"
-        if note := dollars_note(o.dollars):
-            earned += f"\n[dim]{note}[/dim]"
         row = [
             s.run_id or "—",
             ", ".join(s.models) or "—",
             str(o.graded_tasks),
-            f"{o.resolved} / {o.wrong} / {o.skipped} / {o.errors}",
+            _counts(o),
             format_rate(o.resolve_rate),
-            f"{best.pass_at_k.value:.1%} (k={best.k})" if best else "—",
+            _pass_k(s),
         ]
         if has_pick:
             row.append(format_rate(s.pick.resolve_rate) if s.pick else "—")
-        ratio = s.cost.earned_per_usd
         row += [
             f"{o.kprize.value:.6f}" if o.kprize else "—",
-            earned,
+            _earned(o.dollars),
             format_usd(s.cost.total_usd),
-            f"{ratio:,.1f}" if ratio is not None else "—",
+            _ratio(s),
             str(s.hacks.attempts_flagged),
         ]
         table.add_row(*row)
+    if width is not None:
+        # Measured on a boundless console: a measurement never exceeds the console's width.
+        console = Console(width=100_000)
+        if Measurement.get(console, console.options, table).maximum > width:
+            return render_scorecard(scores)
     return table
+
+
+def _scorecard_rows(scores: Sequence[RunScore]) -> list[tuple[str, Callable[[RunScore], str]]]:
+    def cost(s: RunScore) -> str:
+        c = s.cost
+        if c.total_usd is None:
+            return "not recorded"
+        text = f"{format_usd(c.total_usd)}, {format_usd(c.per_attempt_usd)}/attempt"
+        if c.attempts_with_cost < c.attempts:
+            text += f"\n[dim]{c.attempts_with_cost} of {c.attempts} attempts costed[/dim]"
+        return text
+
+    def hacks(s: RunScore) -> str:
+        counts = ", ".join(f"{flag} × {n}" for flag, n in s.hacks.counts.items())
+        return f"{s.hacks.attempts_flagged}" + (f"\n[dim]{counts}[/dim]" if counts else "")
+
+    def seconds(s: RunScore) -> str:
+        agent = s.cost.agent_seconds
+        text = f"eval {s.cost.eval_seconds:,.0f} s"
+        return f"agent {agent:,.0f} s, {text}" if agent is not None else text
+
+    rows: list[tuple[str, Callable[[RunScore], str]]] = [
+        ("model", lambda s: ", ".join(s.models) or "—"),
+        ("tasks graded", lambda s: f"{s.overall.graded_tasks} of {s.dataset_tasks}"),
+        ("resolved/wrong/skipped/error", lambda s: _counts(s.overall)),
+        ("resolve rate [95% CI]", lambda s: format_rate(s.overall.resolve_rate)),
+        ("pass@k", _pass_k),
+        (
+            "pass^k",
+            lambda s: (
+                f"{s.pass_at_k[-1].pass_hat_k.value:.1%} (k={s.pass_at_k[-1].k})"
+                if s.pass_at_k
+                else "—"
+            ),
+        ),
+    ]
+    if any(s.pick for s in scores):
+        rows.append(
+            ("pick accuracy", lambda s: format_rate(s.pick.resolve_rate) if s.pick else "—")
+        )
+    rows += [
+        ("Kprize score [95% CI]", lambda s: format_kprize(s.overall.kprize).replace(" [", "\n[")),
+        ("earned / available", lambda s: _earned(s.overall.dollars)),
+        ("earned by any attempt", lambda s: format_usd(s.overall.dollars.earned_any_usd)),
+        ("cost", cost),
+        ("$ earned per $ spent", _ratio),
+    ]
+    if any(s.cost.tokens_in is not None or s.cost.tokens_out is not None for s in scores):
+        rows.append(
+            (
+                "tokens in / out",
+                lambda s: f"{s.cost.tokens_in or 0:,} / {s.cost.tokens_out or 0:,}",
+            )
+        )
+    rows += [("wall time", seconds), ("hack flags", hacks)]
+    if any(s.verification for s in scores):
+        rows.append(
+            (
+                "verified attempts",
+                lambda s: f"{s.verification.rate:.0%}" if s.verification else "—",
+            )
+        )
+    return rows
+
+
+def render_scorecard(scores: Sequence[RunScore]) -> Table:
+    """One row per metric, one column per run: what fits a narrow terminal."""
+    from rich.table import Table
+
+    table = Table(title="swebounty scores", header_style="bold")
+    table.add_column("", no_wrap=True)
+    for s in scores:
+        table.add_column(s.run_id or "—", justify="right")
+    for label, cell in _scorecard_rows(scores):
+        table.add_row(label, *(cell(s) for s in scores))
+    return table
+
+
+def _group_cell(group: GroupScore | None, *, interval: bool) -> str:
+    if group is None or group.resolve_rate is None:
+        return "—"
+    rate = group.resolve_rate
+    head = format_rate(rate) if interval else f"{rate.value:.1%}"
+    tail = f"{group.tasks_resolved}/{group.graded_tasks}"
+    if group.dollars.available_usd > 0:
+        tail += f" · {format_usd(group.dollars.earned_usd)}"
+    return f"{head}\n[dim]{tail}[/dim]"
+
+
+def _breakdown(
+    title: str,
+    scores: Sequence[RunScore],
+    groups: Sequence[Mapping[str, GroupScore]],
+    *,
+    ci: bool,
+    order: Sequence[str] = (),
+) -> Table:
+    from rich.table import Table
+
+    table = Table(title=title, header_style="bold")
+    table.add_column("", no_wrap=True)
+    for s in scores:
+        table.add_column(s.run_id or "—", justify="right")
+    names = sorted(
+        {name for by in groups for name in by},
+        key=lambda n: (order.index(n) if n in order else len(order), n),
+    )
+    for name in names:
+        table.add_row(name, *(_group_cell(by.get(name), interval=ci) for by in groups))
+    return table
+
+
+def render_breakdowns(scores: Sequence[RunScore]) -> list[Table]:
+    """Resolve rate by repository and by month (when there are several), and around the cutoff.
+
+    Each cell: resolve rate, tasks resolved by any attempt / graded tasks, dollars earned.
+    """
+    tables = []
+    for title, key in (("by repository", "by_repo"), ("by month of task creation", "by_month")):
+        groups: list[Mapping[str, GroupScore]] = [getattr(s, key) for s in scores]
+        if len({name for by in groups for name in by}) > 1:
+            tables.append(_breakdown(title, scores, groups, ci=False))
+    if any(s.by_cutoff is not None for s in scores):
+        cutoffs = sorted({str(s.model_cutoff) for s in scores if s.model_cutoff})
+        tables.append(
+            _breakdown(
+                f"before / after the model cutoff ({', '.join(cutoffs)})",
+                scores,
+                [s.by_cutoff or {} for s in scores],
+                ci=True,
+                order=("before", "after", "unknown"),
+            )
+        )
+    return tables
