@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--unsafe", action="store_true", help="no sandbox")
     parser.add_argument("--out", type=Path, default=Path("bench/results/collect_yield"))
     parser.add_argument("--cache-dir", type=Path, default=Path("~/.cache/swebounty"))
-    parser.add_argument("--fresh", action="store_true", help="ignore earlier results in --out")
+    parser.add_argument("--fresh", action="store_true", help="redo earlier validations in --out")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
 
@@ -63,8 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     candidates_path = args.out / "candidates.jsonl"
 
     t0 = time.monotonic()
+    # Mining takes seconds: always redo it; validation resumes (unless --fresh).
     summary = collect(
-        [source], CollectOptions(since=since, until=until), candidates_path, fresh=args.fresh
+        [source], CollectOptions(since=since, until=until), candidates_path, fresh=True
     )
     collect_s = time.monotonic() - t0
     candidates, _ = load_tasks(candidates_path)

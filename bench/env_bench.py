@@ -20,6 +20,7 @@ import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from swebounty.envs import EnvBuildError, EnvManager
 from swebounty.tasks import Task, load_tasks
@@ -93,7 +94,7 @@ def bench_tasks(args: argparse.Namespace) -> None:
     if args.instance:
         tasks = [t for t in tasks if t.instance_id in args.instance]
     cache = Path(args.cache or tempfile.mkdtemp(prefix="swebounty-envcache-"))
-    rows = []
+    rows: list[dict[str, Any]] = []
     for task in tasks:
         with tempfile.TemporaryDirectory(prefix="swebounty-bench-") as tmp:
             ws = Path(tmp) / "ws"
@@ -129,6 +130,7 @@ def bench_tasks(args: argparse.Namespace) -> None:
                 "layer_s": round(layer, 4),
                 "setup": "pip" if tenv.setup_argv else "pth",
                 "disk_mb": round((env.size_bytes or 0) / 1e6),
+                "own_mb": round((env.own_bytes or 0) / 1e6),
                 "why": env.why[-4:],
             }
             if args.tests:
@@ -140,6 +142,7 @@ def bench_tasks(args: argparse.Namespace) -> None:
         print(
             f"{r['task']:40} {r.get('python', '-'):8} cold {r.get('cold_s', '-'):>6} "
             f"warm {r.get('warm_s', '-'):>6} {r.get('setup', '')} {r.get('disk_mb', '-')} MB "
+            f"({r.get('own_mb', '-')} MB own) "
             f"{r.get('tests', r.get('error', ''))[:100]}"
         )
 
@@ -194,7 +197,10 @@ def bench_generated() -> None:
         print(f"warm reuse (new manager, spec + ensure), median of 3: {sorted(warms)[1]:.3f} s")
         print(f"per-task layer, median of 3: {sorted(layers)[1] * 1000:.1f} ms")
         print(f"pytest of 1 test through the layer, median of 3: {sorted(runs)[1]:.2f} s")
-        print(f"disk per environment: {(env.size_bytes or 0) / 1e6:.0f} MB")
+        print(
+            f"disk per environment: {(env.size_bytes or 0) / 1e6:.0f} MB, of which "
+            f"{(env.own_bytes or 0) / 1e6:.0f} MB not shared with uv's cache"
+        )
 
 
 def main() -> None:

@@ -74,7 +74,9 @@ def main() -> None:
     try:
         mirror, tasks = build_demo(work / "demo")
         ctx = EvalContext.create(
-            cache_dir=work / "cache", runs_dir=work / "runs", repos_dir=mirror.parent,
+            cache_dir=work / "cache",
+            runs_dir=work / "runs",
+            repos_dir=mirror.parent,
             sandbox=args.sandbox,
         )
 
@@ -83,9 +85,7 @@ def main() -> None:
         ws = make_workspace(mirror, tasks[0].base_commit, work / "env-ws")
         spec = ctx.envs.spec_for(tasks[0], ws, commit_date(mirror, tasks[0].base_commit))
         cold = timed(lambda: ctx.envs.ensure(spec, ws))
-        warm = median_of(
-            args.repeat, lambda: EnvManager(ctx.cache_dir / "envs").ensure(spec, ws)
-        )
+        warm = median_of(args.repeat, lambda: EnvManager(ctx.cache_dir / "envs").ensure(spec, ws))
 
         counter = iter(range(10_000))
         ws_time = median_of(
@@ -131,8 +131,11 @@ def main() -> None:
         table.add_column(col, justify="right" if col != "task" else "left")
     for r in rows:
         table.add_row(
-            str(r["task"]), f"{r['harness_s']:.3f}", f"{r['direct_pytest_s']:.3f}",
-            f"{r['overhead_s']:.3f}", f"{r['ratio']:.2f}",
+            str(r["task"]),
+            f"{r['harness_s']:.3f}",
+            f"{r['direct_pytest_s']:.3f}",
+            f"{r['overhead_s']:.3f}",
+            f"{r['ratio']:.2f}",
         )
     console.print(table)
     console.print(

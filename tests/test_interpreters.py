@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -131,7 +132,7 @@ def test_probes_are_remembered_on_disk(tmp_path: Path, monkeypatch: pytest.Monke
     def no_process(*args: object, **kwargs: object) -> None:
         raise AssertionError("a remembered interpreter was started again")
 
-    monkeypatch.setattr(interpreters.subprocess, "run", no_process)
+    monkeypatch.setattr(subprocess, "run", no_process)
     monkeypatch.setenv("PYENV_ROOT", str(tmp_path / "none"))  # `pyenv root` would run pyenv
     again = discover(cache_file=cache)
     assert {i.executable for i in again} <= {i.executable for i in first}

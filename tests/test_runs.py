@@ -126,14 +126,35 @@ def test_bad_records_get_errors_and_the_run_goes_on(cache_dir: Path, tmp_path: P
 def test_resume_after_kill_loses_and_duplicates_nothing(cache_dir: Path, tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     # Warm the environment first so the killed run spends its time on verdicts.
-    _eval(cache_dir, tmp_path / "warm", "--demo", "--gold", "--run-id", "w", "--unsafe",
-          "-i", _demo_task_ids(cache_dir)[0])
+    _eval(
+        cache_dir,
+        tmp_path / "warm",
+        "--demo",
+        "--gold",
+        "--run-id",
+        "w",
+        "--unsafe",
+        "-i",
+        _demo_task_ids(cache_dir)[0],
+    )
     cmd = [
-        sys.executable, "-m", "swebounty", "eval", "--demo", "--gold", "--run-id", "k",
-        "--unsafe", "--cache-dir", str(cache_dir), "--runs-dir", str(runs),
+        sys.executable,
+        "-m",
+        "swebounty",
+        "eval",
+        "--demo",
+        "--gold",
+        "--run-id",
+        "k",
+        "--unsafe",
+        "--cache-dir",
+        str(cache_dir),
+        "--runs-dir",
+        str(runs),
     ]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     db = runs / "runs.sqlite"
     deadline = time.monotonic() + 120
     first: list[tuple[str, str]] = []
@@ -153,9 +174,11 @@ def test_resume_after_kill_loses_and_duplicates_nothing(cache_dir: Path, tmp_pat
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     with sqlite3.connect(db) as conn:
-        before = dict(conn.execute(
-            "SELECT instance_id, finished_at FROM verdicts WHERE run_id='k'"
-        ).fetchall())
+        before = dict(
+            conn.execute(
+                "SELECT instance_id, finished_at FROM verdicts WHERE run_id='k'"
+            ).fetchall()
+        )
     assert 1 <= len(before) < 4, "kill the run mid-way: make the wait tighter"
 
     _eval(cache_dir, runs, "--demo", "--gold", "--run-id", "k", "--unsafe")

@@ -23,13 +23,9 @@ if not INTERP.exists():  # pragma: no cover - unusual layouts
     INTERP = Path(sys.executable).resolve()
 
 
-def run(python: Path, code: str, **kw: object) -> str:
+def run(python: Path, code: str) -> str:
     proc = subprocess.run(
-        [str(python), "-c", code],
-        capture_output=True,
-        text=True,
-        env={"PATH": "/usr/bin:/bin"},
-        **kw,  # type: ignore[arg-type]
+        [str(python), "-c", code], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"}
     )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout.strip()

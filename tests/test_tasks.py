@@ -77,12 +77,9 @@ def test_jsonl(tmp_path: Path) -> None:
 def test_parquet(tmp_path: Path) -> None:
     rows = [dict(RAW), _second()]
     for row in rows:  # parquet columns need one type: SWE-bench's parquet keeps JSON strings
-        row["FAIL_TO_PASS"] = json.dumps(row["FAIL_TO_PASS"]) if isinstance(
-            row["FAIL_TO_PASS"], list
-        ) else row["FAIL_TO_PASS"]
-        row["PASS_TO_PASS"] = json.dumps(row["PASS_TO_PASS"]) if isinstance(
-            row["PASS_TO_PASS"], list
-        ) else row["PASS_TO_PASS"]
+        for key in ("FAIL_TO_PASS", "PASS_TO_PASS"):
+            if isinstance(row[key], list):
+                row[key] = json.dumps(row[key])
         row.pop("patch_diff_details")
     path = tmp_path / "d.parquet"
     pq.write_table(pa.Table.from_pylist(rows), path)

@@ -40,7 +40,7 @@ from swebounty.envcache import (
     FAILED,
     READY,
     digest,
-    dir_size,
+    dir_sizes,
     read_json,
     recent_failure,
     write_json,
@@ -171,6 +171,7 @@ class Builder:
             why=record.get("why", []),
             build_seconds=float(record.get("build_seconds", 0.0)),
             size_bytes=data.get("size_bytes"),
+            own_bytes=data.get("own_bytes"),
             spec_key=spec_key,
             project=ProjectInstall.model_validate(project) if project else None,
             project_store=sdir / "meta",
@@ -363,6 +364,7 @@ class Builder:
                 raise
             (edir / "freeze.txt").write_text(freeze, encoding="utf-8")
             shutil.copy(uvr.log_path, edir / "build.log")
+            size, own = dir_sizes(edir)
             write_json(
                 edir / READY,
                 {
@@ -375,7 +377,8 @@ class Builder:
                     "spec": spec.model_dump(mode="json"),
                     "why": spec.why,
                     "build_seconds": round(time.monotonic() - started, 2),
-                    "size_bytes": dir_size(edir),
+                    "size_bytes": size,
+                    "own_bytes": own,
                     "lock": lock,
                 },
             )

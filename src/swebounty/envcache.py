@@ -119,10 +119,16 @@ def recent_failure(spec_dir: Path) -> dict[str, Any] | None:
 
 
 def dir_size(path: Path) -> int:
-    """Bytes on disk under `path`, each inode once (uv hard-links files from its cache, so this
-    counts what this directory holds, not what deleting it would free if the cache stays)."""
+    """Bytes on disk under `path`, each inode once: what a copy of the directory would take."""
+    return dir_sizes(path)[0]
+
+
+def dir_sizes(path: Path) -> tuple[int, int]:
+    """(bytes under `path`, bytes held by `path` alone). uv hard-links installed files from its
+    cache, so the second (files with no other link: bytecode, metadata, scripts) is what the
+    environment adds to the disk while uv's cache is kept."""
     seen: set[tuple[int, int]] = set()
-    total = 0
+    total = own = 0
     for dirpath, _dirs, files in os.walk(path):
         for name in files:
             try:
@@ -134,7 +140,8 @@ def dir_size(path: Path) -> int:
                 continue
             seen.add(key)
             total += st.st_blocks * 512
-    return total
+            own += st.st_blocks * 512 if st.st_nlink == 1 else 0
+    return total, own
 
 
 def remove_tree(path: Path) -> int:

@@ -71,7 +71,8 @@ class Environment(BaseModel):
     spec: SerializeAsAny[EnvSpec]
     why: list[str] = []
     build_seconds: float = 0.0
-    size_bytes: int | None = None
+    size_bytes: int | None = None  # on disk, counting files hard-linked from uv's cache
+    own_bytes: int | None = None  # what it adds to the disk while uv's cache is kept
     spec_key: str | None = None
     project: ProjectInstall | None = None
     project_store: Path | None = None  # captured metadata of the base commit's package
@@ -304,7 +305,6 @@ class EnvManager:
                 if free:  # else it is being built right now
                     freed += remove_tree(d)
         for d in sorted((self.cache.root / "specs").iterdir()):
-            record = read_json(d / "record.json") or {}
             (d / "failed.json").unlink(missing_ok=True)
             if keep_keys is None:
                 with self.cache.try_lock(f"spec-{d.name}") as free:

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from swebounty.envs import EnvBuildError, EnvManager
+from swebounty.envs import EnvBuildError, Environment, EnvManager
 from swebounty.grading import grade
 from swebounty.patches import PatchError, apply_patch, files_in_patch, reset_files
 from swebounty.repos import RepoError, commit_date, ensure_mirror, make_workspace
@@ -132,13 +132,7 @@ def run_tests(task: Task, patch: str, ctx: EvalContext, log_dir: Path) -> TestRu
 def _run_tests_in(
     task: Task, patch: str, ctx: EvalContext, log_dir: Path, scratch: Path, result: TestRun
 ) -> None:
-    mirror = ensure_mirror(
-        task.repo, repos_dir=ctx.repos_dir, cache_dir=ctx.cache_dir, url=task.repo_url
-    )
-    scratch.mkdir(mode=0o711)
-    workspace = make_workspace(mirror, task.base_commit, scratch / "workspace")
-    spec = ctx.envs.spec_for(task, workspace, commit_date(mirror, task.base_commit))
-    env = ctx.envs.ensure(spec, workspace)
+    workspace, env = _workspace_and_env(task, ctx, scratch)
     result.env_key = env.key
 
     try:
@@ -199,6 +193,26 @@ def _run_tests_in(
         result.error = f"no test result: {problem}"
     elif problem:
         log.warning("%s: %s", task.instance_id, problem)
+
+
+def _workspace_and_env(task: Task, ctx: EvalContext, scratch: Path) -> tuple[Path, Environment]:
+    """A fresh workspace at the base commit in `scratch`, and the task's built environment."""
+    mirror = ensure_mirror(
+        task.repo, repos_dir=ctx.repos_dir, cache_dir=ctx.cache_dir, url=task.repo_url
+    )
+    scratch.mkdir(mode=0o711)
+    workspace = make_workspace(mirror, task.base_commit, scratch / "workspace")
+    spec = ctx.envs.spec_for(task, workspace, commit_date(mirror, task.base_commit))
+    return workspace, ctx.envs.ensure(spec, workspace)
+
+
+def build_task_env(task: Task, ctx: EvalContext) -> Environment:
+    """Build (or find) a task's environment without running anything (`swebounty envs build`)."""
+    scratch = ctx.work_dir / f"env-{task.instance_id}-{uuid.uuid4().hex[:8]}"
+    try:
+        return _workspace_and_env(task, ctx, scratch)[1]
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def log_dir_for(runs_dir: Path, run_id: str, instance_id: str, attempt: int) -> Path:

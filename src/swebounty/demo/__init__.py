@@ -16,6 +16,7 @@ import logging
 import shutil
 import tempfile
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ DEMO_REPO = "swebounty/tinytext"
 MIRROR_NAME = DEMO_REPO.replace("/", "__")
 AUTHOR = ("Tiny Text", "maintainers@tinytext.invalid")
 VALUE_SOURCE = "demo estimate"
+DEMO_CUTOFF = datetime(2024, 1, 20, tzinfo=timezone.utc)  # pytest 7.4.4 then
 _MARKER = "swebounty-demo.json"  # inside .git: which data a built mirror came from
 _TEST_DIR = "tests"
 
@@ -177,8 +179,9 @@ def _task(mirror: Path, spec: dict[str, Any], commits: dict[str, str]) -> Task:
         value_usd=spec["value_usd"],
         value_source=VALUE_SOURCE,
         # Just pytest: tinytext is imported from the workspace through pytest's `pythonpath`,
-        # so the demo needs no build backend (and no network) beyond pytest itself.
-        env_spec=EnvSpec(install=["pytest"], cutoff=None, install_project=False),
+        # so the demo needs no build backend (and no network) beyond pytest itself. One cutoff,
+        # before every base commit, for all tasks: one spec, so one environment they all share.
+        env_spec=EnvSpec(install=["pytest"], cutoff=DEMO_CUTOFF, install_project=False),
     )
 
 
