@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from swebounty.demo import DEMO_REPO, MIRROR_NAME, build_demo, parse_history
-from swebounty.repos import find_mirror, make_workspace
+from swebounty.repos import commit_date, find_mirror, make_workspace
 from swebounty.tasks import Task
 
 
@@ -64,7 +64,7 @@ def pytest_statuses(workdir: Path, test_ids: list[str]) -> dict[str, str]:
 
 
 def test_tasks_are_complete(demo: tuple[Path, list[Task]]) -> None:
-    _, tasks = demo
+    mirror, tasks = demo
     assert [t.instance_id for t in tasks] == [f"demo__tinytext-{i}" for i in range(1, 5)]
     for task in tasks:
         assert task.repo == DEMO_REPO
@@ -73,7 +73,11 @@ def test_tasks_are_complete(demo: tuple[Path, list[Task]]) -> None:
         assert task.value_usd and task.value_usd > 0 and task.value_source == "demo estimate"
         assert task.created_at is not None and task.created_at.tzinfo is not None
         assert task.env_spec is not None
-        assert task.env_spec.install == ["pytest"] and task.env_spec.cutoff is None
+        assert task.env_spec.install == ["pytest"]
+        # one spec for every task (so one shared environment), resolved before any base commit
+        assert task.env_spec == tasks[0].env_spec
+        assert task.env_spec.cutoff is not None
+        assert commit_date(mirror, task.base_commit) > task.env_spec.cutoff
         # The gold patch never touches tests; the test patch touches nothing else.
         assert "tests/" not in "".join(re.findall(r"^diff --git .*$", task.patch, re.M))
         test_files = re.findall(r"^diff --git a/(\S+)", task.test_patch, re.M)
