@@ -141,3 +141,35 @@ def test_newest_release_before_the_cutoff_counts_yanked_files(
         newest_release_before("types-pkg_resources", datetime(2020, 1, 1, tzinfo=timezone.utc))
         is None
     )
+
+
+def test_unreachable_index_falls_back_to_uvs_cache_once(tmp_path: Path) -> None:
+    # A uv that answers only from its cache: every online call fails like a closed network.
+    script = tmp_path / "uv"
+    script.write_text(
+        '#!/bin/sh\necho "$@" >> ' + str(tmp_path / "calls") + "\n"
+        'case " $* " in *" --offline "*) echo pytest==7.4.4; exit 0;; esac\n'
+        "echo 'error: Failed to fetch: Could not connect to the index' >&2\nexit 2\n"
+    )
+    script.chmod(0o755)
+    uv = Uv(script, tmp_path / "build.log")
+    assert uv.run("resolve", ["pip", "compile", "in.txt"]).strip() == "pytest==7.4.4"
+    assert uv.offline, "later steps of the build must not wait for the network again"
+    uv.run("install", ["pip", "install", "x"])
+    calls = (tmp_path / "calls").read_text().splitlines()
+    assert calls == [
+        "pip compile in.txt",
+        "pip compile in.txt --offline",
+        "pip install x --offline",
+    ]
+
+
+def test_other_failures_are_not_retried_offline(tmp_path: Path) -> None:
+    script = tmp_path / "uv"
+    script.write_text(
+        f"#!/bin/sh\necho x >> {tmp_path / 'calls'}\necho '{UV_CONFLICT.splitlines()[0]}' >&2\nexit 1\n"
+    )
+    script.chmod(0o755)
+    with pytest.raises(StepFailed):
+        Uv(script, tmp_path / "log").run("resolve", ["pip", "compile", "in.txt"])
+    assert (tmp_path / "calls").read_text().count("x") == 1

@@ -296,6 +296,9 @@ OUTCOMES = {
     "sympy/core/tests/test_other.py::test_dup": TestOutcome("passed"),
     "sympy/core/tests/test_basic.py::test_dup": TestOutcome("error", "setup"),
     "tests/admin_views/tests.py::AdminViewTests::test_changelist": TestOutcome("passed"),
+    "tests/t.py::test_sql[NULL::INT]": TestOutcome("passed"),
+    "tests/t.py::test_sql[NULL::INT AS x]": TestOutcome("failed", "no"),
+    "tests/t.py::TestK::test_sql[a::b c]": TestOutcome("passed"),
 }
 
 
@@ -317,6 +320,12 @@ OUTCOMES = {
         ("test_changelist (admin_views.tests.AdminViewTests)", "passed"),  # unittest style
         ("test_changelist (admin_views.tests.AdminViewTests.test_changelist)", "passed"),
         ("test_changelist (other.tests.AdminViewTests)", "missing"),
+        # `::` inside parameters is text, not a class separator (sqlfluff's ids)
+        ("tests/t.py::test_sql[NULL::INT]", "passed"),
+        ("tests/t.py::test_sql[NULL::INT", "failed"),  # cut at a space
+        ("test_sql[NULL::INT]", "passed"),  # bare with parameters
+        ("tests/t.py::TestK::test_sql[a::b", "passed"),
+        ("TestK.test_sql[a::b c]", "passed"),
         ("tests/t.py::test_p[a b", "missing"),  # a prefix that is not cut at a space
         ("tests/t.py::test_", "missing"),
         ("tests/u.py::test_a", "missing"),

@@ -126,7 +126,16 @@ class Uv:
         argv = [str(self.binary), *args]
         if self.offline and args[0] == "pip":
             argv.append("--offline")
-        return run_logged(step, argv, self.log_path, cwd=cwd)
+        try:
+            return run_logged(step, argv, self.log_path, cwd=cwd)
+        except StepFailed as exc:
+            if exc.kind != "network" or self.offline or args[0] != "pip":
+                raise
+            # No index: what uv's cache holds may still be enough (a demo run on a plane, a
+            # rebuild on an offline box). Stay offline for the rest of this build.
+            log.warning("the package index is unreachable; %s again from uv's cache only", step)
+            self.offline = True
+            return run_logged(step, [*argv, "--offline"], self.log_path, cwd=cwd)
 
     def compile(
         self, python: Path, requirements: Path, cutoff: datetime | None, *, cwd: Path

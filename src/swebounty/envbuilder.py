@@ -154,8 +154,11 @@ class Builder:
             log_path = sdir / "rebuild.log"
             log_path.write_text(f"# rebuild of {record['env_key']} from its lock\n")
             uvr = Uv(self.uv_bin, log_path, offline=self.m.offline)
+            # Records written before the shared cutoff existed hold none: the spec's is theirs.
+            at = record.get("cutoff")
+            cutoff = datetime.fromisoformat(at) if at else spec.cutoff
             try:
-                self._ensure_env(record["env_key"], interp, record["lock"], spec, uvr)
+                self._ensure_env(record["env_key"], interp, record["lock"], spec, cutoff, uvr)
             except StepFailed:
                 return None
         data = read_json(edir / READY) or {}
@@ -205,48 +208,69 @@ class Builder:
                     )
                     if version:
                         why.append(f"version from git tags: build copy tagged as release {version}")
+            stop = False
             for idx, interp in enumerate(candidates):
                 older = candidates[idx + 1 :]
-                try:
-                    lock, label = self._resolve(uvr, interp, spec, tmp)
-                    why.append(f"Python {interp.version}: resolved with {label}")
-                    missing = self._wheels_only_older(uvr, interp, older, lock, spec, tmp)
-                    if missing:
-                        why.append(
-                            f"Python {interp.minor_str} has no wheels for {', '.join(missing)} "
-                            f"that an older Python has: trying {older[0].minor_str}"
+                # The shared (coarser) cutoff first; whatever fails with a lock resolved at it is
+                # retried once at the exact cutoff on the same interpreter, so sharing never
+                # changes the interpreter or the plan the exact cutoff would have chosen.
+                for shared in [True, False] if spec.share_cutoff else [False]:
+                    used: datetime | None = None
+                    try:
+                        lock, label, used = self._resolve(uvr, interp, spec, tmp, shared)
+                        why.append(f"Python {interp.version}: resolved with {label}")
+                        missing = self._wheels_only_older(uvr, interp, older, lock, used, tmp)
+                        if missing:
+                            names = ", ".join(missing)
+                            if used != spec.cutoff:
+                                why.append(f"no wheels for {names} at the shared cutoff")
+                                continue
+                            why.append(
+                                f"Python {interp.minor_str} has no wheels for {names} that an "
+                                f"older Python has: trying {older[0].minor_str}"
+                            )
+                            break
+                        env_key = digest(
+                            {"schema": SCHEMA, "python": interp.version, "lock": lock}
                         )
-                        continue
-                    env_key = digest({"schema": SCHEMA, "python": interp.version, "lock": lock})
-                    self._ensure_env(env_key, interp, lock, spec, uvr)
-                    info = None
-                    if spec.install_project:
-                        info = self._install_project(env_key, interp, lock, spec, tmp, sdir, uvr)
-                        info.version_env = version_env
-                        why.append(f"project install: {info.mode} ({info.why})")
-                except StepFailed as exc:
-                    last = exc
-                    if exc.kind in ("build", "python") and older:
-                        why.append(
-                            f"Python {interp.minor_str}: {exc.step} failed ({exc.kind}); "
-                            f"trying {older[0].minor_str}"
-                        )
-                        continue
+                        self._ensure_env(env_key, interp, lock, spec, used, uvr)
+                        info = None
+                        if spec.install_project:
+                            info = self._install_project(
+                                env_key, interp, lock, spec, tmp, sdir, uvr
+                            )
+                            info.version_env = version_env
+                            why.append(f"project install: {info.mode} ({info.why})")
+                    except StepFailed as exc:
+                        last = exc
+                        if exc.kind in ("build", "python") and used != spec.cutoff:
+                            why.append(f"{exc.step} failed at the shared cutoff: exact cutoff")
+                            continue
+                        if exc.kind in ("build", "python") and older:
+                            why.append(
+                                f"Python {interp.minor_str}: {exc.step} failed ({exc.kind}); "
+                                f"trying {older[0].minor_str}"
+                            )
+                            break
+                        stop = True
+                        break
+                    record = {
+                        "env_key": env_key,
+                        "interpreter_executable": str(interp.executable),
+                        "lock": lock,
+                        "cutoff": used.isoformat() if used else None,
+                        "why": why,
+                        "project": info.model_dump() if info else None,
+                        "build_seconds": round(time.monotonic() - started, 2),
+                        "built_at": datetime.now(timezone.utc).isoformat(),
+                    }
+                    write_json(sdir / "record.json", record)
+                    (sdir / FAILED).unlink(missing_ok=True)
+                    env = self._from_record(spec_key, spec)
+                    assert env is not None  # just written
+                    return env
+                if stop:
                     break
-                record = {
-                    "env_key": env_key,
-                    "interpreter_executable": str(interp.executable),
-                    "lock": lock,
-                    "why": why,
-                    "project": info.model_dump() if info else None,
-                    "build_seconds": round(time.monotonic() - started, 2),
-                    "built_at": datetime.now(timezone.utc).isoformat(),
-                }
-                write_json(sdir / "record.json", record)
-                (sdir / FAILED).unlink(missing_ok=True)
-                env = self._from_record(spec_key, spec)
-                assert env is not None  # just written
-                return env
         assert last is not None
         message = (
             f"could not build the environment (spec {spec_key}): {last.step} failed "
@@ -267,51 +291,56 @@ class Builder:
         raise EnvBuildError(message)
 
     def _resolve(
-        self, uvr: Uv, interp: Interpreter, spec: ResolvedSpec, tmp: Path
-    ) -> tuple[str, str]:
-        """(lock text, label of the plan that resolved) for this interpreter."""
+        self, uvr: Uv, interp: Interpreter, spec: ResolvedSpec, tmp: Path, shared: bool
+    ) -> tuple[str, str, datetime | None]:
+        """(lock text, label of the plan that resolved, the cutoff it resolved at) for this
+        interpreter. With `shared`, each plan is tried at the shared cutoff, then at the exact
+        one (a release of the last few weeks may be needed), before the next plan."""
         last: StepFailed | None = None
         plans = spec.plans or []
         if not plans:
             from swebounty.envinfer import DepSet
 
             plans = [DepSet(label="no test dependencies")]
+        cutoffs = [spec.share_cutoff, spec.cutoff] if shared else [spec.cutoff]
         for plan in plans:
-            pins: list[str] = []
-            for _ in range(5):
-                lines = []
-                if spec.install_project:
-                    extras = f"[{','.join(plan.extras)}]" if plan.extras else ""
-                    lines.append(f"./project{extras}")
-                lines += [*spec.install, *plan.lines, *pins]
-                req = tmp / "requirements.in"
-                req.write_text("\n".join(lines) + "\n", encoding="utf-8")
-                try:
-                    out = uvr.compile(interp.executable, req, spec.cutoff, cwd=tmp)
-                except StepFailed as exc:
-                    last = exc
-                    new = self._yank_pins(exc, spec, pins)
-                    if new:
-                        pins += new
-                        continue
-                    if exc.kind in ("resolve", "yanked", "other"):
-                        break  # the next, smaller plan may resolve
-                    raise
-                return strip_project(out, tmp), plan.label + (
-                    f" + pinned yanked {', '.join(pins)}" if pins else ""
-                )
+            for cutoff in cutoffs:
+                pins: list[str] = []
+                for _ in range(5):
+                    lines = []
+                    if spec.install_project:
+                        extras = f"[{','.join(plan.extras)}]" if plan.extras else ""
+                        lines.append(f"./project{extras}")
+                    lines += [*spec.install, *plan.lines, *pins]
+                    req = tmp / "requirements.in"
+                    req.write_text("\n".join(lines) + "\n", encoding="utf-8")
+                    try:
+                        out = uvr.compile(interp.executable, req, cutoff, cwd=tmp)
+                    except StepFailed as exc:
+                        last = exc
+                        new = self._yank_pins(exc, cutoff, pins)
+                        if new:
+                            pins += new
+                            continue
+                        if exc.kind in ("resolve", "yanked", "other"):
+                            break  # a later cutoff or the next, smaller plan may resolve
+                        raise
+                    label = plan.label + (f" + pinned yanked {', '.join(pins)}" if pins else "")
+                    if cutoff is not None and cutoff != spec.cutoff:
+                        label += f" at the shared cutoff {cutoff.date()}"
+                    return strip_project(out, tmp), label, cutoff
         assert last is not None
         raise last
 
-    def _yank_pins(self, exc: StepFailed, spec: ResolvedSpec, pins: list[str]) -> list[str]:
-        if exc.kind != "yanked" or spec.cutoff is None or self.m.offline:
+    def _yank_pins(self, exc: StepFailed, cutoff: datetime | None, pins: list[str]) -> list[str]:
+        if exc.kind != "yanked" or cutoff is None or self.m.offline:
             return []
         pinned = {p.split("==")[0] for p in pins}
         new = []
         for name in exc.yanked:
             if name in pinned:
                 continue
-            version = newest_release_before(name, spec.cutoff)
+            version = newest_release_before(name, cutoff)
             if version:
                 new.append(f"{name}=={version}")
         return new
@@ -322,22 +351,28 @@ class Builder:
         interp: Interpreter,
         older: list[Interpreter],
         lock: str,
-        spec: ResolvedSpec,
+        cutoff: datetime | None,
         tmp: Path,
     ) -> list[str]:
         """Packages of `lock` with no wheel for `interp` but one for the next older interpreter
         (binary-only resolves of exact pins: ~0.1 s each, no download)."""
         if not older:
             return []
-        missing = no_wheels(uvr, interp.executable, lock.splitlines(), spec.cutoff, tmp)
+        missing = no_wheels(uvr, interp.executable, lock.splitlines(), cutoff, tmp)
         if not missing:
             return []
         pins = [p for p in lock.splitlines() if canonicalize_name(p.split("==")[0]) in missing]
-        older_missing = no_wheels(uvr, older[0].executable, pins, spec.cutoff, tmp)
+        older_missing = no_wheels(uvr, older[0].executable, pins, cutoff, tmp)
         return sorted(set(missing) - set(older_missing))
 
     def _ensure_env(
-        self, env_key: str, interp: Interpreter, lock: str, spec: ResolvedSpec, uvr: Uv
+        self,
+        env_key: str,
+        interp: Interpreter,
+        lock: str,
+        spec: ResolvedSpec,
+        cutoff: datetime | None,
+        uvr: Uv,
     ) -> None:
         edir = self.m.cache.env_dir(env_key)
         if (edir / READY).exists():
@@ -354,7 +389,7 @@ class Builder:
                 uvr.install(
                     edir / "venv" / "bin" / "python",
                     edir / "lock.txt",
-                    spec.cutoff,
+                    cutoff,  # also bounds build dependencies of sdists (build isolation)
                     minor=interp.minor,
                 )
                 freeze = uvr.freeze(edir / "venv" / "bin" / "python")
@@ -374,8 +409,9 @@ class Builder:
                     "interpreter": interp.version,
                     "interpreter_prefix": str(interp.prefix),
                     "interpreter_executable": str(interp.executable),
-                    "spec": spec.model_dump(mode="json"),
+                    "spec": spec.model_dump(mode="json"),  # of the first spec to use it
                     "why": spec.why,
+                    "cutoff": cutoff.isoformat() if cutoff else None,
                     "build_seconds": round(time.monotonic() - started, 2),
                     "size_bytes": size,
                     "own_bytes": own,

@@ -207,12 +207,30 @@ class _Node:
     rest: str  # everything after the file: Class::test[params]
 
     @property
+    def name(self) -> str:
+        """The test's own name with its parameters (`test_p[a::b]`)."""
+        return _parts(self.rest)[-1]
+
+    @property
     def function(self) -> str:
-        return self.rest.split("::")[-1].split("[", 1)[0]
+        return self.name.split("[", 1)[0]
 
     @property
     def classes(self) -> list[str]:
-        return self.rest.split("[", 1)[0].split("::")[:-1]
+        return _parts(self.rest)[:-1]
+
+
+def _parts(rest: str) -> list[str]:
+    """`Class::test[params]` split at `::`, but never inside the parameters: those are free
+    text (`test_parse[NULL::INT AS x]`, sqlfluff's ids) and may contain `::` themselves."""
+    head, bracket, params = rest.partition("[")
+    parts = head.split("::")
+    parts[-1] += bracket + params
+    return parts
+
+
+def _has_file(test_id: str) -> bool:
+    return "::" in test_id.partition("[")[0]
 
 
 _UNITTEST_ID = re.compile(r"^(?P<method>\w+) \((?P<dotted>[\w.]+)\)$")
@@ -259,21 +277,22 @@ def _function_of(test_id: str) -> str:
     unittest_id = _UNITTEST_ID.match(test_id)
     if unittest_id:
         return unittest_id["method"]
-    rest = test_id.split("::", 1)[-1]
-    return rest.split("[", 1)[0].split("::")[-1].split(".")[-1]
+    rest = test_id.split("::", 1)[1] if _has_file(test_id) else test_id
+    return _parts(rest)[-1].split("[", 1)[0].split(".")[-1]
 
 
 def _matching_keys(test_id: str, nodes: list[_Node]) -> list[str]:
     unittest_id = _UNITTEST_ID.match(test_id)
     if unittest_id:
         return _unittest_keys(unittest_id["method"], unittest_id["dotted"], nodes)
-    if "::" in test_id:
+    has_file = _has_file(test_id)
+    if has_file:
         file, rest = test_id.split("::", 1)
         nodes = [n for n in nodes if _same_file(file, n.file)]
     else:
         rest = test_id
     for rule in (_same_rest, _continues_after_space, _parametrized_of):
-        keys = [n.key for n in nodes if rule(rest, n, "::" in test_id)]
+        keys = [n.key for n in nodes if rule(rest, n, has_file)]
         if keys:
             return keys
     return []
@@ -283,12 +302,12 @@ def _same_rest(rest: str, node: _Node, has_file: bool) -> bool:
     if has_file:
         return node.rest == rest
     # Bare or dotted: compare with the node's own name, or its dotted module.Class.name.
-    dotted = node.file[:-3].replace("/", ".") + "." + node.rest.replace("::", ".")
-    return node.rest.split("::")[-1] == rest or dotted.endswith("." + rest)
+    dotted = node.file[:-3].replace("/", ".") + "." + ".".join(_parts(node.rest))
+    return node.name == rest or dotted.endswith("." + rest)
 
 
 def _continues_after_space(rest: str, node: _Node, has_file: bool) -> bool:
-    full = node.rest if has_file else node.rest.split("::")[-1]
+    full = node.rest if has_file else node.name
     return len(full) > len(rest) and full.startswith(rest) and full[len(rest)].isspace()
 
 
@@ -332,7 +351,7 @@ def _aggregate(found: dict[str, TestOutcome]) -> TestOutcome:
 
 
 def _never_ran(test_id: str, broken: dict[str, TestOutcome]) -> TestOutcome:
-    file = test_id.split("::", 1)[0] if "::" in test_id else None
+    file = test_id.split("::", 1)[0] if _has_file(test_id) else None
     for path, outcome in broken.items():
         if file is not None and _same_file(file, path):
             return TestOutcome(

@@ -1,0 +1,408 @@
+"""Real tasks through the real harness: environment builds, gold and empty verdicts, disk.
+
+    python bench/real_tasks.py --dataset ../shared/data/swebench_lite_dev.json \\
+        --repos-dir ~/clones [--workers 2] [--cold] [-i TASK_ID ...] [--sandbox bwrap]
+
+Four passes over the tasks whose repository has a clone in --repos-dir (the others are listed
+as unavailable, not evaluated):
+1. build: every task's environment, `--workers` at a time (with --cold, in a fresh, empty
+   environment cache, so these are cold builds; uv's own download cache stays as it is);
+2. reuse: the same again with a new EnvManager on the same cache, one at a time: the warm cost
+   a task pays before its tests (workspace, inference, cache lookup);
+3. gold and 4. empty: `evaluate_run` exactly as `swebounty eval` runs it (fresh history-free
+   workspace, sandbox, JUnit grading), with --force so the times are this run's.
+It prints a per-task table and totals, and writes them to --json (bench/results/real_tasks.json).
+Logs of each attempt are under RUNS_DIR/<run_id>/<task_id>/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import platform
+import statistics
+import sys
+import time
+import xml.etree.ElementTree as ET
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from swebounty.envs import EnvBuildError, Environment
+from swebounty.repos import RepoError, find_mirror
+from swebounty.runs import EvalContext, build_task_env, evaluate_run
+from swebounty.store import Store
+from swebounty.tasks import Task, Verdict, empty_submissions, gold_submissions, load_tasks
+
+SWE_BENCH_ENV_IMAGE = 1.7e9  # bytes of one SWE-bench environment image, for comparison
+console = Console(stderr=True)
+out = Console()
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--dataset", type=Path, required=True, help="SWE-bench .json/.jsonl/.parquet")
+    p.add_argument("--repos-dir", type=Path, required=True, help="clones named owner__name")
+    default_cache = Path(os.environ.get("SWEBOUNTY_CACHE", "~/.cache/swebounty"))
+    p.add_argument("--cache-dir", type=Path, default=default_cache, help="swebounty's cache")
+    p.add_argument("--runs-dir", type=Path, default=Path("runs"), help="store and attempt logs")
+    p.add_argument("--run-prefix", default="real", help="runs are PREFIX-gold and PREFIX-empty")
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("-i", "--instance-id", action="append", dest="ids", help="only these tasks")
+    p.add_argument(
+        "--cold",
+        action="store_true",
+        help="build in a fresh environment cache (CACHE_DIR/cold-<time>), to time cold builds",
+    )
+    p.add_argument("--sandbox", choices=["bwrap", "unsafe"], default="bwrap")
+    p.add_argument("--timeout", type=float, default=1800.0, help="seconds per test run")
+    p.add_argument("--json", type=Path, default=Path(__file__).parent / "results/real_tasks.json")
+    return p.parse_args(argv)
+
+
+def gb(n: float | None) -> str:
+    return "-" if n is None else f"{n / 1e9:.2f} GB"
+
+
+def junit_seconds(path: Path) -> float | None:
+    """pytest's own time for the run (the top testsuite's `time`)."""
+    try:
+        root = ET.parse(path).getroot()
+    except (OSError, ET.ParseError):
+        return None
+    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
+    try:
+        return round(sum(float(s.get("time", "0")) for s in suites), 2)
+    except ValueError:
+        return None
+
+
+def union_sizes(dirs: list[Path]) -> tuple[int, int]:
+    """(bytes, bytes no other file links to) over several directories, each inode once: what
+    all environments take together, and what they add while uv's cache is kept."""
+    seen: set[tuple[int, int]] = set()
+    total = own = 0
+    for top in dirs:
+        for dirpath, _dirs, files in os.walk(top):
+            for name in files:
+                try:
+                    st = os.lstat(os.path.join(dirpath, name))
+                except OSError:
+                    continue
+                if (st.st_dev, st.st_ino) in seen:
+                    continue
+                seen.add((st.st_dev, st.st_ino))
+                total += st.st_blocks * 512
+                own += st.st_blocks * 512 if st.st_nlink == 1 else 0
+    return total, own
+
+
+def context(args: argparse.Namespace, cache_dir: Path) -> EvalContext:
+    return EvalContext.create(
+        cache_dir=cache_dir,
+        runs_dir=args.runs_dir,
+        repos_dir=args.repos_dir,
+        sandbox=args.sandbox,
+        timeout_s=args.timeout,
+    )
+
+
+def build_pass(
+    tasks: list[Task], ctx: EvalContext, workers: int, label: str
+) -> dict[str, dict[str, Any]]:
+    """Each task's environment, timed; `workers` at a time."""
+    results: dict[str, dict[str, Any]] = {}
+    started = time.monotonic()
+
+    def one(task: Task) -> dict[str, Any]:
+        t0 = time.monotonic()
+        try:
+            env: Environment | None = build_task_env(task, ctx)
+            error = None
+        except (EnvBuildError, RepoError) as exc:
+            env, error = None, str(exc)
+        row: dict[str, Any] = {"seconds": round(time.monotonic() - t0, 2), "error": error}
+        if env is not None:
+            row.update(
+                env_key=env.key,
+                interpreter=env.interpreter,
+                spec_build_seconds=env.build_seconds,
+                size_bytes=env.size_bytes,
+                own_bytes=env.own_bytes,
+                env_dir=str(env.path.parent),
+                why=env.why,
+            )
+        return row
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        futures = {pool.submit(one, t): t for t in tasks}
+        for n, future in enumerate(as_completed(futures), 1):
+            task = futures[future]
+            row = results[task.instance_id] = future.result()
+            what = (
+                f"env {row['env_key']} (Python {row['interpreter']})"
+                if not row["error"]
+                else f"[red]failed[/]: {row['error'].splitlines()[0][:100]}"
+            )
+            console.print(
+                f"[{n:>2}/{len(tasks)}] {label} {task.instance_id}: {what} "
+                f"{row['seconds']:.1f} s  (elapsed {time.monotonic() - started:.0f} s)"
+            )
+    return results
+
+
+def eval_pass(
+    run_id: str,
+    kind: str,
+    tasks: list[Task],
+    ctx: EvalContext,
+    store: Store,
+    args: argparse.Namespace,
+) -> dict[str, Verdict]:
+    subs = gold_submissions(tasks) if kind == "gold" else empty_submissions(tasks)
+    by_id = {t.instance_id: t for t in tasks}
+    store.ensure_run(
+        run_id,
+        dataset=str(args.dataset.resolve()),
+        config={"kind": kind, "repos_dir": str(args.repos_dir), "timeout": args.timeout},
+        sandbox=ctx.sandbox.name,
+        unsafe=args.sandbox == "unsafe",
+    )
+    started = time.monotonic()
+    done = Counter[str]()
+
+    def progress(v: Verdict) -> None:
+        done[v.status] += 1
+        n = sum(done.values())
+        console.print(
+            f"[{n:>2}/{len(tasks)}] {kind} {v.instance_id}: {v.status} {v.seconds:.1f} s  "
+            f"(elapsed {time.monotonic() - started:.0f} s; "
+            + ", ".join(f"{k} {c}" for k, c in sorted(done.items()))
+            + ")"
+        )
+
+    verdicts = evaluate_run(
+        run_id,
+        [(by_id[s.instance_id], s) for s in subs],
+        ctx,
+        store,
+        workers=args.workers,
+        force=True,
+        on_verdict=progress,
+    )
+    return {v.instance_id: v for v in verdicts}
+
+
+def verdict_row(v: Verdict | None) -> dict[str, Any]:
+    if v is None:
+        return {"status": None}
+    f2p = [t for t in v.tests if t.expected == "FAIL_TO_PASS"]
+    p2p = [t for t in v.tests if t.expected == "PASS_TO_PASS"]
+    junit = Path(v.log_dir or "") / "junit.xml"
+    return {
+        "status": v.status,
+        "f2p_passed": sum(t.status == "passed" for t in f2p),
+        "f2p": len(f2p),
+        "p2p_passed": sum(t.status == "passed" for t in p2p),
+        "p2p": len(p2p),
+        "seconds": round(v.seconds or 0.0, 2),
+        "pytest_seconds": junit_seconds(junit),
+        "reason": v.reason if v.status != "resolved" else None,
+        "log_dir": v.log_dir,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    tasks, errors = load_tasks(args.dataset)
+    for err in errors:
+        console.print(f"[yellow]bad record[/] {err.where}: {err.message}")
+    if args.ids:
+        unknown = set(args.ids) - {t.instance_id for t in tasks}
+        if unknown:
+            sys.exit(f"no task named {', '.join(sorted(unknown))} in {args.dataset}")
+        tasks = [t for t in tasks if t.instance_id in set(args.ids)]
+    repos_dir = args.repos_dir.expanduser().resolve()
+    unavailable = [t for t in tasks if find_mirror(t.repo, repos_dir) is None]
+    tasks = [t for t in tasks if find_mirror(t.repo, repos_dir) is not None]
+    for t in unavailable:
+        console.print(f"[yellow]no clone of {t.repo} in {repos_dir}[/]: {t.instance_id} skipped")
+
+    cache_dir = args.cache_dir.expanduser().resolve()
+    if args.cold:
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+        cache_dir = cache_dir / f"cold-{stamp}"
+        console.print(f"cold run: fresh environment cache {cache_dir} (uv's cache is kept)")
+    args.runs_dir.mkdir(parents=True, exist_ok=True)
+    wall0 = time.monotonic()
+
+    built = build_pass(tasks, context(args, cache_dir), args.workers, "build")
+    build_wall = time.monotonic() - wall0
+    t0 = time.monotonic()
+    reused = build_pass(tasks, context(args, cache_dir), 1, "reuse")
+    reuse_wall = time.monotonic() - t0
+
+    ctx = context(args, cache_dir)
+    store = Store.open(ctx.runs_dir / "runs.sqlite")
+    t0 = time.monotonic()
+    gold = eval_pass(f"{args.run_prefix}-gold", "gold", tasks, ctx, store, args)
+    gold_wall = time.monotonic() - t0
+    t0 = time.monotonic()
+    empty = eval_pass(f"{args.run_prefix}-empty", "empty", tasks, ctx, store, args)
+    empty_wall = time.monotonic() - t0
+
+    rows = []
+    users = Counter(b.get("env_key") for b in built.values() if b.get("env_key"))
+    for task in tasks:
+        b, r = built[task.instance_id], reused[task.instance_id]
+        rows.append(
+            {
+                "instance_id": task.instance_id,
+                "repo": task.repo,
+                "env_key": b.get("env_key"),
+                "env_shared_by": users.get(b.get("env_key"), 0),
+                "interpreter": b.get("interpreter"),
+                "build_seconds": b["seconds"],
+                "spec_build_seconds": b.get("spec_build_seconds"),
+                "reuse_seconds": r["seconds"],
+                "build_error": b["error"],
+                "gold": verdict_row(gold.get(task.instance_id)),
+                "empty": verdict_row(empty.get(task.instance_id)),
+                "why": b.get("why", []),
+            }
+        )
+    envs: dict[str, dict[str, Any]] = {}
+    for b in built.values():
+        if b.get("env_key"):
+            envs[b["env_key"]] = {
+                "interpreter": b["interpreter"],
+                "size_bytes": b["size_bytes"],
+                "own_bytes": b["own_bytes"],
+                "tasks": users[b["env_key"]],
+            }
+    env_dirs = [Path(b["env_dir"]) for b in built.values() if b.get("env_dir")]
+    all_bytes, all_own = union_sizes(sorted(set(env_dirs)))
+    sizes = [e["size_bytes"] for e in envs.values() if e["size_bytes"]]
+    owns = [e["own_bytes"] for e in envs.values() if e["own_bytes"] is not None]
+    ok_builds = [r["build_seconds"] for r in rows if not r["build_error"]]
+    reuses = [r["reuse_seconds"] for r in rows if not r["build_error"]]
+    totals = {
+        "tasks": len(tasks) + len(unavailable),
+        "evaluated": len(tasks),
+        "unavailable": [t.instance_id for t in unavailable],
+        "gold_resolved": sum(r["gold"]["status"] == "resolved" for r in rows),
+        "empty_resolved": sum(r["empty"]["status"] == "resolved" for r in rows),
+        "gold_statuses": dict(Counter(r["gold"]["status"] for r in rows)),
+        "empty_statuses": dict(Counter(r["empty"]["status"] for r in rows)),
+        "environments": len(envs),
+        "tasks_sharing_an_env": sum(n for n in users.values() if n > 1),
+        "cold": args.cold,
+        "build_wall_seconds": round(build_wall, 1),
+        "build_seconds_max": max(ok_builds, default=None),
+        "build_seconds_median": statistics.median(ok_builds) if ok_builds else None,
+        "reuse_wall_seconds": round(reuse_wall, 1),
+        "reuse_seconds_max": max(reuses, default=None),
+        "reuse_seconds_median": statistics.median(reuses) if reuses else None,
+        "gold_wall_seconds": round(gold_wall, 1),
+        "empty_wall_seconds": round(empty_wall, 1),
+        "total_wall_seconds": round(time.monotonic() - wall0, 1),
+        "env_bytes_median": statistics.median(sizes) if sizes else None,
+        "env_own_bytes_median": statistics.median(owns) if owns else None,
+        "envs_bytes_together": all_bytes,
+        "envs_own_bytes_together": all_own,
+        "swe_bench_env_image_bytes": SWE_BENCH_ENV_IMAGE,
+    }
+    show(rows, totals, args)
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    report = {
+        "dataset": str(args.dataset),
+        "at": datetime.now(timezone.utc).isoformat(),
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "options": {
+            "workers": args.workers,
+            "sandbox": args.sandbox,
+            "cold": args.cold,
+            "cache_dir": str(cache_dir),
+            "runs_dir": str(args.runs_dir.resolve()),
+        },
+        "totals": totals,
+        "envs": envs,
+        "tasks": rows,
+    }
+    args.json.write_text(json.dumps(report, indent=1, default=str) + "\n", encoding="utf-8")
+    console.print(f"written {args.json}")
+    if args.cold:
+        console.print(f"the cold cache {cache_dir} is kept; remove it with rm -r when done")
+    return 0 if totals["gold_resolved"] == len(tasks) and totals["empty_resolved"] == 0 else 1
+
+
+def show(rows: list[dict[str, Any]], totals: dict[str, Any], args: argparse.Namespace) -> None:
+    table = Table(title=f"real tasks: {args.dataset.name}", show_lines=False)
+    for col in ("task", "env (tasks)", "python", "build s", "reuse s", "gold", "test s", "empty"):
+        table.add_column(col, no_wrap=True, justify="right" if col.endswith(" s") else "left")
+    for r in rows:
+        g, e = r["gold"], r["empty"]
+        gold = g["status"] or "-"
+        if g["status"] and g["status"] != "resolved":
+            gold = f"[red]{gold}[/] {g['f2p_passed']}/{g['f2p']} {g['p2p_passed']}/{g['p2p']}"
+        empty = e["status"] or "-"
+        if e["status"] == "resolved":
+            empty = f"[red]{empty}[/]"
+        table.add_row(
+            r["instance_id"],
+            f"{r['env_key'] or 'failed'} ({r['env_shared_by']})",
+            r["interpreter"] or "-",
+            f"{r['build_seconds']:.1f}",
+            f"{r['reuse_seconds']:.2f}",
+            gold,
+            "-" if g["pytest_seconds"] is None else f"{g['pytest_seconds']:.1f}",
+            empty,
+        )
+    out.print(table)
+    for r in rows:
+        for kind in ("gold", "empty"):
+            v = r[kind]
+            wrong = v["status"] != ("resolved" if kind == "gold" else "unresolved")
+            if wrong and v["reason"]:
+                out.print(f"{r['instance_id']} {kind} {v['status']}: {v['reason'][:300]}")
+    t = totals
+    n = t["evaluated"]
+    out.print(
+        f"gold resolved {t['gold_resolved']}/{n}, empty resolved {t['empty_resolved']}/{n}"
+        f" ({len(t['unavailable'])} of {t['tasks']} tasks without a clone: "
+        f"{', '.join(t['unavailable']) or 'none'})"
+    )
+    kind = "cold (fresh env cache, warm uv cache)" if t["cold"] else "first use in this run"
+    out.print(
+        f"env build, {kind}: {t['build_wall_seconds']} s wall with {args.workers} workers; "
+        f"per task median {t['build_seconds_median']} s, max {t['build_seconds_max']} s"
+    )
+    out.print(
+        f"env reuse (warm): median {t['reuse_seconds_median']} s, max {t['reuse_seconds_max']} s"
+    )
+    out.print(
+        f"environments: {t['environments']} for {n} tasks "
+        f"({t['tasks_sharing_an_env']} tasks share one with another task)"
+    )
+    out.print(
+        f"disk per env: median {gb(t['env_bytes_median'])} counting files hard-linked from "
+        f"uv's cache, {gb(t['env_own_bytes_median'])} its own; all together "
+        f"{gb(t['envs_bytes_together'])} ({gb(t['envs_own_bytes_together'])} own). "
+        f"A SWE-bench env image: ~{gb(t['swe_bench_env_image_bytes'])}"
+    )
+    out.print(
+        f"gold {t['gold_wall_seconds']} s, empty {t['empty_wall_seconds']} s; "
+        f"total {t['total_wall_seconds']} s"
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
