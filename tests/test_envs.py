@@ -11,14 +11,21 @@ import subprocess
 import sys
 import textwrap
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import httpx
 import pytest
 import uv as uv_package
 
-from swebounty.envs import EnvBuildError, Environment, EnvManager, ResolvedSpec, default_cutoff
+from swebounty.envs import (
+    EnvBuildError,
+    Environment,
+    EnvManager,
+    ResolvedSpec,
+    default_cutoff,
+    share_cutoff,
+)
 from swebounty.interpreters import discover
 from swebounty.tasks import EnvSpec, Task
 
@@ -118,6 +125,28 @@ def test_default_cutoff_gives_one_to_two_days_of_slack() -> None:
     )
     naive = datetime(2021, 10, 13, 23, 59)
     assert default_cutoff(naive) == datetime(2021, 10, 15, tzinfo=timezone.utc)
+
+
+def test_share_cutoff_is_the_start_of_the_commit_month_in_utc() -> None:
+    utc = timezone.utc
+    assert share_cutoff(datetime(2021, 10, 13, 11, 35, tzinfo=utc)) == datetime(
+        2021, 10, 1, tzinfo=utc
+    )
+    # 01:00 on October 1st in Paris is still September in UTC.
+    paris = timezone(timedelta(hours=2))
+    assert share_cutoff(datetime(2021, 10, 1, 1, tzinfo=paris)) == datetime(2021, 9, 1, tzinfo=utc)
+
+
+def test_only_inferred_cutoffs_get_a_shared_one(tmp_path: Path) -> None:
+    ws = git_repo(tmp_path / "ws", PROJECT)
+    when = datetime(2022, 3, 17, 9, tzinfo=timezone.utc)
+    task = Task(instance_id="t", repo="a/b", base_commit="HEAD")
+    spec = EnvManager(tmp_path / "c").spec_for(task, ws, when)
+    assert spec.share_cutoff == datetime(2022, 3, 1, tzinfo=timezone.utc)
+    assert spec.cutoff == datetime(2022, 3, 19, tzinfo=timezone.utc)
+    assert EnvManager(tmp_path / "c", share=False).spec_for(task, ws, when).share_cutoff is None
+    given = task.model_copy(update={"env_spec": EnvSpec(cutoff=when)})
+    assert EnvManager(tmp_path / "c").spec_for(given, ws, when).share_cutoff is None
 
 
 def test_spec_merges_task_then_overrides_then_inference(tmp_path: Path) -> None:
@@ -354,3 +383,48 @@ def test_unresolvable_dependencies_fail_clearly_and_fast_the_second_time(
 
 def test_resolved_spec_is_an_envspec() -> None:
     assert issubclass(ResolvedSpec, EnvSpec)
+
+
+# six 1.16.0 was uploaded on 2021-05-05: after the start of May 2021, before these commits.
+MAY_2021 = [datetime(2021, 5, d, 12, tzinfo=timezone.utc) for d in (10, 20)]
+
+
+def _requirements_only(root: Path, requirement: str) -> Path:
+    return git_repo(root, {"requirements-test.txt": f"{requirement}\n", "test_x.py": "x = 1\n"})
+
+
+@pytest.mark.network
+def test_tasks_of_one_month_share_an_environment_unless_they_need_that_month(
+    tmp_path: Path, index_reachable: None
+) -> None:
+    manager = EnvManager(tmp_path / "cache")
+    plain = Task(
+        instance_id="m-1",
+        repo="test/monthly",
+        base_commit="HEAD",
+        env_spec=EnvSpec(install_project=False),
+    )
+    envs = []
+    for i, when in enumerate(MAY_2021):
+        ws = _requirements_only(tmp_path / f"ws{i}", "six")
+        envs.append(manager.ensure(manager.spec_for(plain, ws, when), ws))
+    assert envs[0].key == envs[1].key  # two commit dates, one lock, one environment
+    assert "six==1.15.0" in envs[0].lock.split()
+    log = (envs[0].path.parent / "build.log").read_text()
+    assert "--exclude-newer 2021-05-01T00:00:00Z" in log
+
+    # A commit that needs a release of its own month resolves at its exact cutoff.
+    ws = _requirements_only(tmp_path / "ws-new", "six>=1.16")
+    newer = manager.ensure(manager.spec_for(plain, ws, MAY_2021[1]), ws)
+    assert "six==1.16.0" in newer.lock.split() and newer.key != envs[0].key
+    log = (newer.path.parent / "build.log").read_text()
+    assert "--exclude-newer 2021-05-01T00:00:00Z" in log  # tried first, did not resolve
+    assert "--exclude-newer 2021-05-22T00:00:00Z" in log
+    assert not any("at the shared cutoff" in w for w in newer.why)
+
+    # Without sharing, a task resolves at its own cutoff only.
+    alone = EnvManager(tmp_path / "cache2", share=False)
+    ws = _requirements_only(tmp_path / "ws-alone", "six")
+    env = alone.ensure(alone.spec_for(plain, ws, MAY_2021[0]), ws)
+    assert "six==1.16.0" in env.lock.split()
+    assert "--exclude-newer 2021-05-12T00:00:00Z" in (env.path.parent / "build.log").read_text()

@@ -1,6 +1,10 @@
 """Building one spec: resolve at the cutoff, pick the interpreter that builds, install, record.
 
 Order of fallbacks, each learnt from real repositories (shared/notes/ENVIRONMENTS.md):
+- an inferred spec is resolved at its shared cutoff (the start of the base commit's month) so
+  that tasks of one repository and month share an environment; each plan that does not resolve
+  there is tried at the exact cutoff before the next plan, and a lock from the shared cutoff
+  that fails to build (or lacks wheels) is redone at the exact cutoff on the same interpreter;
 - per interpreter, newest first: the spec's dependency plans in order (tox deps, requirement
   files, fewer extras); a *resolver* conflict moves to the next plan, never to another
   interpreter (that only wastes time);
@@ -18,10 +22,9 @@ import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import uv as uv_package
-from packaging.utils import canonicalize_name
 
 from swebounty.envbuild import (
     StepFailed,
@@ -30,10 +33,7 @@ from swebounty.envbuild import (
     copy_project,
     isolated_env,
     log_tail,
-    newest_release_before,
-    no_wheels,
     pinned,
-    strip_project,
     tag_release,
 )
 from swebounty.envcache import (
@@ -45,6 +45,7 @@ from swebounty.envcache import (
     recent_failure,
     write_json,
 )
+from swebounty.envresolve import resolve_lock, wheels_only_older
 from swebounty.interpreters import Interpreter, find
 from swebounty.tasklayer import install_and_capture
 
@@ -217,9 +218,9 @@ class Builder:
                 for shared in [True, False] if spec.share_cutoff else [False]:
                     used: datetime | None = None
                     try:
-                        lock, label, used = self._resolve(uvr, interp, spec, tmp, shared)
+                        lock, label, used = resolve_lock(uvr, interp, spec, tmp, shared=shared)
                         why.append(f"Python {interp.version}: resolved with {label}")
-                        missing = self._wheels_only_older(uvr, interp, older, lock, used, tmp)
+                        missing = wheels_only_older(uvr, interp, older, lock, used, tmp)
                         if missing:
                             names = ", ".join(missing)
                             if used != spec.cutoff:
@@ -230,9 +231,7 @@ class Builder:
                                 f"older Python has: trying {older[0].minor_str}"
                             )
                             break
-                        env_key = digest(
-                            {"schema": SCHEMA, "python": interp.version, "lock": lock}
-                        )
+                        env_key = digest({"schema": SCHEMA, "python": interp.version, "lock": lock})
                         self._ensure_env(env_key, interp, lock, spec, used, uvr)
                         info = None
                         if spec.install_project:
@@ -243,7 +242,7 @@ class Builder:
                             why.append(f"project install: {info.mode} ({info.why})")
                     except StepFailed as exc:
                         last = exc
-                        if exc.kind in ("build", "python") and used != spec.cutoff:
+                        if exc.kind in ("build", "python") and shared and used != spec.cutoff:
                             why.append(f"{exc.step} failed at the shared cutoff: exact cutoff")
                             continue
                         if exc.kind in ("build", "python") and older:
@@ -264,11 +263,7 @@ class Builder:
                         "build_seconds": round(time.monotonic() - started, 2),
                         "built_at": datetime.now(timezone.utc).isoformat(),
                     }
-                    write_json(sdir / "record.json", record)
-                    (sdir / FAILED).unlink(missing_ok=True)
-                    env = self._from_record(spec_key, spec)
-                    assert env is not None  # just written
-                    return env
+                    return self._save(spec_key, spec, record)
                 if stop:
                     break
         assert last is not None
@@ -290,80 +285,13 @@ class Builder:
             )
         raise EnvBuildError(message)
 
-    def _resolve(
-        self, uvr: Uv, interp: Interpreter, spec: ResolvedSpec, tmp: Path, shared: bool
-    ) -> tuple[str, str, datetime | None]:
-        """(lock text, label of the plan that resolved, the cutoff it resolved at) for this
-        interpreter. With `shared`, each plan is tried at the shared cutoff, then at the exact
-        one (a release of the last few weeks may be needed), before the next plan."""
-        last: StepFailed | None = None
-        plans = spec.plans or []
-        if not plans:
-            from swebounty.envinfer import DepSet
-
-            plans = [DepSet(label="no test dependencies")]
-        cutoffs = [spec.share_cutoff, spec.cutoff] if shared else [spec.cutoff]
-        for plan in plans:
-            for cutoff in cutoffs:
-                pins: list[str] = []
-                for _ in range(5):
-                    lines = []
-                    if spec.install_project:
-                        extras = f"[{','.join(plan.extras)}]" if plan.extras else ""
-                        lines.append(f"./project{extras}")
-                    lines += [*spec.install, *plan.lines, *pins]
-                    req = tmp / "requirements.in"
-                    req.write_text("\n".join(lines) + "\n", encoding="utf-8")
-                    try:
-                        out = uvr.compile(interp.executable, req, cutoff, cwd=tmp)
-                    except StepFailed as exc:
-                        last = exc
-                        new = self._yank_pins(exc, cutoff, pins)
-                        if new:
-                            pins += new
-                            continue
-                        if exc.kind in ("resolve", "yanked", "other"):
-                            break  # a later cutoff or the next, smaller plan may resolve
-                        raise
-                    label = plan.label + (f" + pinned yanked {', '.join(pins)}" if pins else "")
-                    if cutoff is not None and cutoff != spec.cutoff:
-                        label += f" at the shared cutoff {cutoff.date()}"
-                    return strip_project(out, tmp), label, cutoff
-        assert last is not None
-        raise last
-
-    def _yank_pins(self, exc: StepFailed, cutoff: datetime | None, pins: list[str]) -> list[str]:
-        if exc.kind != "yanked" or cutoff is None or self.m.offline:
-            return []
-        pinned = {p.split("==")[0] for p in pins}
-        new = []
-        for name in exc.yanked:
-            if name in pinned:
-                continue
-            version = newest_release_before(name, cutoff)
-            if version:
-                new.append(f"{name}=={version}")
-        return new
-
-    def _wheels_only_older(
-        self,
-        uvr: Uv,
-        interp: Interpreter,
-        older: list[Interpreter],
-        lock: str,
-        cutoff: datetime | None,
-        tmp: Path,
-    ) -> list[str]:
-        """Packages of `lock` with no wheel for `interp` but one for the next older interpreter
-        (binary-only resolves of exact pins: ~0.1 s each, no download)."""
-        if not older:
-            return []
-        missing = no_wheels(uvr, interp.executable, lock.splitlines(), cutoff, tmp)
-        if not missing:
-            return []
-        pins = [p for p in lock.splitlines() if canonicalize_name(p.split("==")[0]) in missing]
-        older_missing = no_wheels(uvr, older[0].executable, pins, cutoff, tmp)
-        return sorted(set(missing) - set(older_missing))
+    def _save(self, spec_key: str, spec: ResolvedSpec, record: dict[str, Any]) -> Environment:
+        sdir = self.m.cache.spec_dir(spec_key)
+        write_json(sdir / "record.json", record)
+        (sdir / FAILED).unlink(missing_ok=True)
+        env = self._from_record(spec_key, spec)
+        assert env is not None  # just written
+        return env
 
     def _ensure_env(
         self,

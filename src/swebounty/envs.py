@@ -53,6 +53,11 @@ class ResolvedSpec(EnvSpec):
         default_factory=list,
         description="dependency sets to try in order; the first that resolves wins",
     )
+    share_cutoff: datetime | None = Field(
+        None,
+        description="a coarser cutoff tried first, so tasks of one repo and month share an "
+        "environment (see share_cutoff())",
+    )
     project_name: str | None = None
     vcs_tag_prefix: str | None = None  # the version comes from git tags (setuptools_scm, ...)
     inputs_digest: str = ""
@@ -97,9 +102,26 @@ def default_cutoff(commit_date: datetime) -> datetime:
     return datetime.combine(day, time(0), tzinfo=timezone.utc)
 
 
+def share_cutoff(commit_date: datetime) -> datetime:
+    """The first instant (UTC) of the base commit's month.
+
+    Every commit date gives its own cutoff, so tasks of one repository a few days apart would
+    each resolve a slightly different lock and get an environment of their own. Resolving at the
+    start of the month first makes them share one. It is never later than the commit, so nothing
+    the code could not have seen gets in; what the month's own releases bring is lost, which is
+    why the builder falls back to the exact cutoff when resolving or building at this one fails.
+    """
+    when = commit_date if commit_date.tzinfo else commit_date.replace(tzinfo=timezone.utc)
+    day = when.astimezone(timezone.utc).date().replace(day=1)
+    return datetime.combine(day, time(0), tzinfo=timezone.utc)
+
+
 class EnvManager:
     """Infers, builds, caches and hands out environments. Safe to share between threads; any
-    number of processes may use one cache_dir at once."""
+    number of processes may use one cache_dir at once.
+
+    `share` (default on) resolves inferred specs at `share_cutoff` first; off, every task
+    resolves at its own `default_cutoff` (as a task's explicit cutoff always does)."""
 
     def __init__(
         self,
@@ -109,11 +131,13 @@ class EnvManager:
         offline: bool = False,
         overrides_path: Path | None = None,
         uv_bin: Path | None = None,
+        share: bool = True,
     ) -> None:
         self.cache = CacheLayout(Path(cache_dir))
         self.uv_bin = uv_bin  # default: the binary of the `uv` package swebounty depends on
         self.python_dirs = [Path(p) for p in python_dirs]
         self.offline = offline
+        self.share = share
         self.overrides: list[Override] = load_overrides(overrides_path)
         self._interpreters: list[Interpreter] | None = None
         self._guard = threading.Lock()
@@ -139,11 +163,15 @@ class EnvManager:
         why: list[str] = [f"override for {o.repo}: {o.why}" for o in over]
 
         cutoff = given.cutoff if "cutoff" in set_fields else None
+        shared: datetime | None = None
         if cutoff is not None:
             why.append(f"cutoff {cutoff.isoformat()} from the task")
         elif commit_date is not None:
             cutoff = default_cutoff(commit_date)
             why.append(f"cutoff {cutoff.date()}: base commit of {commit_date.date()} + 1-2 days")
+            if self.share:
+                shared = share_cutoff(commit_date)
+                why.append(f"shared cutoff {shared.date()} tried first (start of the month)")
         else:
             why.append("no commit date: dependencies resolved as of today")
 
@@ -200,6 +228,7 @@ class EnvManager:
             python=python,
             python_fallbacks=[i.version for i in order[1:]],
             cutoff=cutoff,
+            share_cutoff=shared,
             install=list(dict.fromkeys([*always, *BASE_PACKAGES])),
             extras=plans[0].extras if plans else [],
             requirements=given.requirements or facts.requirement_files,
