@@ -22,7 +22,7 @@ from swebounty.repos import RepoError
 from swebounty.runs import EvalContext, build_task_env, evaluate_run, pair_submissions
 from swebounty.scoring import score_run
 from swebounty.store import Store
-from swebounty.summary import write_run_report
+from swebounty.summary import run_report, write_run_report
 from swebounty.tasks import (
     RecordError,
     Submission,
@@ -237,8 +237,7 @@ def eval_cmd(
     out.print(table)
     for line in reasons:
         out.print(line, highlight=False)
-    report = write_run_report(
-        ctx.runs_dir / run_id / "report.json",
+    report = run_report(
         run_id,
         tasks,
         store.submissions(run_id),
@@ -247,6 +246,7 @@ def eval_cmd(
         sandbox=ctx.sandbox.name,
         unsafe=unsafe,
     )
+    write_run_report(ctx.runs_dir / run_id / "report.json", report)
     out.print(
         f"resolved {report['resolved_instances']}/{report['total_instances']}"
         f" · report: {ctx.runs_dir / run_id / 'report.json'}"

@@ -29,22 +29,9 @@ def run_report(
     return report
 
 
-def write_run_report(
-    path: Path,
-    run_id: str,
-    tasks: list[Task],
-    submissions: list[Submission],
-    verdicts: list[Verdict],
-    record_errors: list[RecordError],
-    *,
-    sandbox: str,
-    unsafe: bool,
-) -> dict[str, Any]:
-    report = run_report(
-        run_id, tasks, submissions, verdicts, record_errors, sandbox=sandbox, unsafe=unsafe
-    )
+def write_run_report(path: Path, report: dict[str, Any]) -> None:
+    """Write `report` atomically: a reader never sees half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(report, indent=2, default=str), encoding="utf-8")
     tmp.replace(path)
-    return report
