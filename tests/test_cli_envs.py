@@ -1,0 +1,57 @@
+"""`swebounty envs build|list|prune` on the demo tasks, through the CLI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from swebounty.cli import app
+from swebounty.envs import EnvManager
+
+runner = CliRunner()
+
+
+def _run(*args: str) -> str:
+    result = runner.invoke(app, list(args), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+@pytest.mark.network
+def test_build_list_and_prune(tmp_path: Path) -> None:
+    cache, runs = tmp_path / "cache", tmp_path / "runs"
+    out = _run("envs", "build", "demo", "--cache-dir", str(cache))
+    envs = EnvManager(cache / "envs").list()
+    assert len(envs) == 1, "the demo tasks share one spec, so one environment"
+    key = envs[0].key
+    assert out.count(key[:16]) == 4  # one row per task, all with the shared environment
+
+    listed = _run("envs", "list", "--cache-dir", str(cache))
+    assert key[:16] in listed and envs[0].interpreter in listed
+
+    # A run that used the environment keeps it; --all removes it.
+    _run(
+        "eval",
+        "--demo",
+        "--gold",
+        "--run-id",
+        "r",
+        "--unsafe",
+        "--cache-dir",
+        str(cache),
+        "--runs-dir",
+        str(runs),
+        "-i",
+        "demo__tinytext-1",
+    )
+    _run("envs", "prune", "--keep-run", "r", "--cache-dir", str(cache), "--runs-dir", str(runs))
+    assert [e.key for e in EnvManager(cache / "envs").list()] == [key]
+    out = _run("envs", "prune", "--all", "--cache-dir", str(cache))
+    assert "freed" in out and EnvManager(cache / "envs").list() == []
+
+
+def test_prune_without_a_choice_is_refused(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["envs", "prune", "--cache-dir", str(tmp_path)])
+    assert result.exit_code == 2 and "--keep-run" in result.output
