@@ -1,14 +1,15 @@
 """Real tasks through the real harness: environment builds, gold and empty verdicts, disk.
 
     python bench/real_tasks.py --dataset ../shared/data/swebench_lite_dev.json \\
-        --repos-dir ~/clones [--workers 2] [--cold] [-i TASK_ID ...] [--sandbox bwrap]
+        --repos-dir ~/clones [--workers 2] [--cold] [--no-share] [-i TASK_ID ...]
 
 Four passes over the tasks whose repository has a clone in --repos-dir (the others are listed
 as unavailable, not evaluated):
 1. build: every task's environment, `--workers` at a time (with --cold, in a fresh, empty
    environment cache, so these are cold builds; uv's own download cache stays as it is);
 2. reuse: the same again with a new EnvManager on the same cache, one at a time: the warm cost
-   a task pays before its tests (workspace, inference, cache lookup);
+   of finding a task's environment (inference + cache lookup), timed apart from making the
+   fresh workspace that every attempt needs anyway;
 3. gold and 4. empty: `evaluate_run` exactly as `swebounty eval` runs it (fresh history-free
    workspace, sandbox, JUnit grading), with --force so the times are this run's.
 It prints a per-task table and totals, and writes them to --json (bench/results/real_tasks.json).
@@ -22,9 +23,11 @@ import json
 import logging
 import os
 import platform
+import shutil
 import statistics
 import sys
 import time
+import uuid
 import xml.etree.ElementTree as ET
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -35,15 +38,16 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from swebounty.envcache import dir_sizes, read_json
 from swebounty.envs import EnvBuildError, Environment
-from swebounty.repos import RepoError, find_mirror
-from swebounty.runs import EvalContext, build_task_env, evaluate_run
+from swebounty.repos import RepoError, commit_date, ensure_mirror, find_mirror, make_workspace
+from swebounty.runs import EvalContext, evaluate_run
 from swebounty.store import Store
 from swebounty.tasks import Task, Verdict, empty_submissions, gold_submissions, load_tasks
 
 SWE_BENCH_ENV_IMAGE = 1.7e9  # bytes of one SWE-bench environment image, for comparison
 console = Console(stderr=True)
-out = Console()
+out = Console(width=170)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -60,6 +64,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--cold",
         action="store_true",
         help="build in a fresh environment cache (CACHE_DIR/cold-<time>), to time cold builds",
+    )
+    p.add_argument(
+        "--no-share",
+        action="store_true",
+        help="resolve every task at its own cutoff (no shared start-of-month cutoff first)",
     )
     p.add_argument("--sandbox", choices=["bwrap", "unsafe"], default="bwrap")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per test run")
@@ -105,13 +114,15 @@ def union_sizes(dirs: list[Path]) -> tuple[int, int]:
 
 
 def context(args: argparse.Namespace, cache_dir: Path) -> EvalContext:
-    return EvalContext.create(
+    ctx = EvalContext.create(
         cache_dir=cache_dir,
         runs_dir=args.runs_dir,
         repos_dir=args.repos_dir,
         sandbox=args.sandbox,
         timeout_s=args.timeout,
     )
+    ctx.envs.share = not args.no_share
+    return ctx
 
 
 def build_pass(
@@ -122,20 +133,37 @@ def build_pass(
     started = time.monotonic()
 
     def one(task: Task) -> dict[str, Any]:
-        t0 = time.monotonic()
+        """Workspace and environment timed apart: the workspace is every attempt's own cost
+        (a fresh checkout), the environment is what the cache saves."""
+        scratch = ctx.work_dir / f"bench-{task.instance_id}-{uuid.uuid4().hex[:8]}"
+        env: Environment | None = None
+        error = None
+        t0 = t1 = time.monotonic()
         try:
-            env: Environment | None = build_task_env(task, ctx)
-            error = None
+            mirror = ensure_mirror(
+                task.repo, repos_dir=ctx.repos_dir, cache_dir=ctx.cache_dir, url=task.repo_url
+            )
+            scratch.mkdir(mode=0o711)
+            ws = make_workspace(mirror, task.base_commit, scratch / "workspace")
+            t1 = time.monotonic()
+            spec = ctx.envs.spec_for(task, ws, commit_date(mirror, task.base_commit))
+            env = ctx.envs.ensure(spec, ws)
         except (EnvBuildError, RepoError) as exc:
-            env, error = None, str(exc)
-        row: dict[str, Any] = {"seconds": round(time.monotonic() - t0, 2), "error": error}
+            error = str(exc)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        row: dict[str, Any] = {
+            "seconds": round(time.monotonic() - t1, 2),
+            "workspace_seconds": round(t1 - t0, 2),
+            "error": error,
+        }
         if env is not None:
+            record = read_json(ctx.envs.cache.spec_dir(env.spec_key or "") / "record.json")
             row.update(
+                cutoff=(record or {}).get("cutoff"),
                 env_key=env.key,
                 interpreter=env.interpreter,
                 spec_build_seconds=env.build_seconds,
-                size_bytes=env.size_bytes,
-                own_bytes=env.own_bytes,
                 env_dir=str(env.path.parent),
                 why=env.why,
             )
@@ -270,9 +298,11 @@ def main(argv: list[str] | None = None) -> int:
                 "env_key": b.get("env_key"),
                 "env_shared_by": users.get(b.get("env_key"), 0),
                 "interpreter": b.get("interpreter"),
+                "cutoff": b.get("cutoff"),
                 "build_seconds": b["seconds"],
                 "spec_build_seconds": b.get("spec_build_seconds"),
                 "reuse_seconds": r["seconds"],
+                "workspace_seconds": r["workspace_seconds"],
                 "build_error": b["error"],
                 "gold": verdict_row(gold.get(task.instance_id)),
                 "empty": verdict_row(empty.get(task.instance_id)),
@@ -281,19 +311,22 @@ def main(argv: list[str] | None = None) -> int:
         )
     envs: dict[str, dict[str, Any]] = {}
     for b in built.values():
-        if b.get("env_key"):
+        if b.get("env_key") and b["env_key"] not in envs:
+            size, own = dir_sizes(Path(b["env_dir"]))
             envs[b["env_key"]] = {
                 "interpreter": b["interpreter"],
-                "size_bytes": b["size_bytes"],
-                "own_bytes": b["own_bytes"],
+                "cutoff": b["cutoff"],
+                "size_bytes": size,
+                "own_bytes": own,
                 "tasks": users[b["env_key"]],
             }
-    env_dirs = [Path(b["env_dir"]) for b in built.values() if b.get("env_dir")]
-    all_bytes, all_own = union_sizes(sorted(set(env_dirs)))
-    sizes = [e["size_bytes"] for e in envs.values() if e["size_bytes"]]
-    owns = [e["own_bytes"] for e in envs.values() if e["own_bytes"] is not None]
+    env_dirs = sorted({Path(b["env_dir"]) for b in built.values() if b.get("env_dir")})
+    all_bytes, all_own = union_sizes(env_dirs)
+    sizes = [e["size_bytes"] for e in envs.values()]
+    owns = [e["own_bytes"] for e in envs.values()]
     ok_builds = [r["build_seconds"] for r in rows if not r["build_error"]]
     reuses = [r["reuse_seconds"] for r in rows if not r["build_error"]]
+    wss = [r["workspace_seconds"] for r in rows if not r["build_error"]]
     totals = {
         "tasks": len(tasks) + len(unavailable),
         "evaluated": len(tasks),
@@ -305,12 +338,15 @@ def main(argv: list[str] | None = None) -> int:
         "environments": len(envs),
         "tasks_sharing_an_env": sum(n for n in users.values() if n > 1),
         "cold": args.cold,
+        "share": not args.no_share,
         "build_wall_seconds": round(build_wall, 1),
         "build_seconds_max": max(ok_builds, default=None),
-        "build_seconds_median": statistics.median(ok_builds) if ok_builds else None,
+        "build_seconds_median": round(statistics.median(ok_builds), 2) if ok_builds else None,
         "reuse_wall_seconds": round(reuse_wall, 1),
         "reuse_seconds_max": max(reuses, default=None),
-        "reuse_seconds_median": statistics.median(reuses) if reuses else None,
+        "reuse_seconds_median": round(statistics.median(reuses), 2) if reuses else None,
+        "workspace_seconds_median": round(statistics.median(wss), 2) if wss else None,
+        "workspace_seconds_max": max(wss, default=None),
         "gold_wall_seconds": round(gold_wall, 1),
         "empty_wall_seconds": round(empty_wall, 1),
         "total_wall_seconds": round(time.monotonic() - wall0, 1),
@@ -330,6 +366,7 @@ def main(argv: list[str] | None = None) -> int:
             "workers": args.workers,
             "sandbox": args.sandbox,
             "cold": args.cold,
+            "share": not args.no_share,
             "cache_dir": str(cache_dir),
             "runs_dir": str(args.runs_dir.resolve()),
         },
@@ -346,7 +383,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def show(rows: list[dict[str, Any]], totals: dict[str, Any], args: argparse.Namespace) -> None:
     table = Table(title=f"real tasks: {args.dataset.name}", show_lines=False)
-    for col in ("task", "env (tasks)", "python", "build s", "reuse s", "gold", "test s", "empty"):
+    cols = ["task", "env (tasks)", "python", "resolved at", "build s", "reuse s", "ws s"]
+    for col in [*cols, "gold", "test s", "empty"]:
         table.add_column(col, no_wrap=True, justify="right" if col.endswith(" s") else "left")
     for r in rows:
         g, e = r["gold"], r["empty"]
@@ -360,8 +398,10 @@ def show(rows: list[dict[str, Any]], totals: dict[str, Any], args: argparse.Name
             r["instance_id"],
             f"{r['env_key'] or 'failed'} ({r['env_shared_by']})",
             r["interpreter"] or "-",
+            (r["cutoff"] or "-")[:10],
             f"{r['build_seconds']:.1f}",
             f"{r['reuse_seconds']:.2f}",
+            f"{r['workspace_seconds']:.2f}",
             gold,
             "-" if g["pytest_seconds"] is None else f"{g['pytest_seconds']:.1f}",
             empty,
@@ -386,10 +426,13 @@ def show(rows: list[dict[str, Any]], totals: dict[str, Any], args: argparse.Name
         f"per task median {t['build_seconds_median']} s, max {t['build_seconds_max']} s"
     )
     out.print(
-        f"env reuse (warm): median {t['reuse_seconds_median']} s, max {t['reuse_seconds_max']} s"
+        f"env reuse (warm, inference + cache lookup): median {t['reuse_seconds_median']} s, "
+        f"max {t['reuse_seconds_max']} s; fresh workspace (every attempt's own cost): median "
+        f"{t['workspace_seconds_median']} s, max {t['workspace_seconds_max']} s"
     )
     out.print(
-        f"environments: {t['environments']} for {n} tasks "
+        f"environments ({'start-of-month cutoff first' if t['share'] else 'exact cutoffs'}): "
+        f"{t['environments']} for {n} tasks "
         f"({t['tasks_sharing_an_env']} tasks share one with another task)"
     )
     out.print(

@@ -232,12 +232,13 @@ def _hostile_patch(task_patch: str, mirror: Path, base: str, tmp: Path, code: st
 @pytest.mark.network
 @needs_bwrap
 def test_hostile_patches_get_accurate_verdicts_and_the_run_goes_on(
-    cache_dir: Path, tmp_path: Path
+    cache_dir: Path, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     from swebounty.demo import build_demo
 
     mirror, tasks = build_demo(cache_dir / "demo")
     listener = socket.socket()
+    request.addfinalizer(listener.close)  # closed even when an assertion fails first
     listener.bind(("127.0.0.1", 0))
     listener.listen()
     listener.settimeout(0.1)
@@ -284,4 +285,3 @@ def test_hostile_patches_get_accurate_verdicts_and_the_run_goes_on(
     assert not marker.exists()
     with pytest.raises(TimeoutError):
         listener.accept()
-    listener.close()
