@@ -187,6 +187,7 @@ def eval_cmd(
             runs_dir=runs_dir,
             repos_dir=repos_dir or demo_repos,
             sandbox="unsafe" if unsafe else "bwrap",
+            workers=workers,
             timeout_s=timeout,
             python_dirs=python_dir or [],
         )

@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import logging
 import os
+import queue
 import shutil
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from swebounty.envs import EnvBuildError, Environment, EnvManager
+from swebounty.envs import EnvBuildError, Environment, EnvManager, TaskEnv
 from swebounty.grading import grade
 from swebounty.patches import PatchError, apply_patch, files_in_patch, reset_files
 from swebounty.repos import RepoError, commit_date, ensure_mirror, make_workspace
@@ -49,10 +51,20 @@ class EvalContext:
     cache_dir: Path
     runs_dir: Path
     repos_dir: Path | None
-    sandbox: Sandbox
+    sandbox: Sandbox  # names the backend; attempts run in one leased from `_pool`
     envs: EnvManager
     policy: Policy
     work_dir: Path
+    _pool: queue.SimpleQueue[Sandbox] = field(default_factory=queue.SimpleQueue, repr=False)
+
+    @contextmanager
+    def lease(self) -> Iterator[Sandbox]:
+        """A sandbox no other worker uses meanwhile (each has its own host uid and limits)."""
+        sandbox = self._pool.get()
+        try:
+            yield sandbox
+        finally:
+            self._pool.put(sandbox)
 
     @classmethod
     def create(
@@ -62,6 +74,7 @@ class EvalContext:
         runs_dir: Path,
         repos_dir: Path | None = None,
         sandbox: str = "bwrap",
+        workers: int = 1,
         timeout_s: float = 1800.0,
         python_dirs: Iterable[Path] = (),
         offline: bool = False,
@@ -73,15 +86,19 @@ class EvalContext:
         work_dir = Path(tempfile.gettempdir()) / "swebounty-work"
         work_dir.mkdir(mode=0o711, exist_ok=True)
         os.chmod(work_dir, 0o711)
-        return cls(
+        sandboxes = [get_sandbox(sandbox, slot) for slot in range(max(1, workers))]
+        ctx = cls(
             cache_dir=cache_dir,
             runs_dir=runs_dir.expanduser().resolve(),
             repos_dir=repos_dir.expanduser().resolve() if repos_dir else None,
-            sandbox=get_sandbox(sandbox),
+            sandbox=sandboxes[0],
             envs=EnvManager(cache_dir / "envs", python_dirs=list(python_dirs), offline=offline),
             policy=Policy(timeout_s=timeout_s),
             work_dir=work_dir,
         )
+        for sb in sandboxes:
+            ctx._pool.put(sb)
+        return ctx
 
 
 @dataclass
@@ -154,15 +171,29 @@ def _run_tests_in(
     out_dir = scratch / "out"
     out_dir.mkdir()
     task_env = ctx.envs.for_task(env, workspace, scratch / "layer")
-    ctx.sandbox.prepare_workdir(scratch)
+    with ctx.lease() as sandbox:
+        _run_in_sandbox(task, patch, ctx, sandbox, task_env, workspace, scratch, log_dir, result)
+
+
+def _run_in_sandbox(
+    task: Task,
+    patch: str,
+    ctx: EvalContext,
+    sandbox: Sandbox,
+    task_env: TaskEnv,
+    workspace: Path,
+    scratch: Path,
+    log_dir: Path,
+    result: TestRun,
+) -> None:
+    out_dir = scratch / "out"
+    sandbox.prepare_workdir(scratch)
     mounts = [Mount(path=p) for p in task_env.ro_paths]
     mounts += [Mount(path=p, writable=True) for p in [*task_env.rw_paths, out_dir]]
     policy = ctx.policy.model_copy(update={"env": task_env.env})
 
     if task_env.setup_argv:
-        setup = ctx.sandbox.run(
-            task_env.setup_argv, workdir=workspace, mounts=mounts, policy=policy
-        )
+        setup = sandbox.run(task_env.setup_argv, workdir=workspace, mounts=mounts, policy=policy)
         _write(log_dir / "setup_output.txt", setup.stdout + "\n--- stderr ---\n" + setup.stderr)
         if setup.returncode != 0 or setup.timed_out:
             touched = files_in_patch(patch)
@@ -176,7 +207,7 @@ def _run_tests_in(
 
     junit = out_dir / "junit.xml"
     argv = pytest_command(task_env.test_prefix, result.test_files, junit)
-    run = ctx.sandbox.run(argv, workdir=workspace, mounts=mounts, policy=policy)
+    run = sandbox.run(argv, workdir=workspace, mounts=mounts, policy=policy)
     _write(log_dir / "test_output.txt", run.stdout + "\n--- stderr ---\n" + run.stderr)
     result.exit_code = run.returncode
     if junit.exists():

@@ -184,6 +184,7 @@ def validate_cmd(
         runs_dir=runs_dir,
         repos_dir=repos_dir,
         sandbox="unsafe" if unsafe else "bwrap",
+        workers=workers,
         timeout_s=timeout,
         python_dirs=python_dir or (),
     )
