@@ -229,7 +229,11 @@ def _run_in_sandbox(
 def _workspace_and_env(task: Task, ctx: EvalContext, scratch: Path) -> tuple[Path, Environment]:
     """A fresh workspace at the base commit in `scratch`, and the task's built environment."""
     mirror = ensure_mirror(
-        task.repo, repos_dir=ctx.repos_dir, cache_dir=ctx.cache_dir, url=task.repo_url
+        task.repo,
+        repos_dir=ctx.repos_dir,
+        cache_dir=ctx.cache_dir,
+        url=task.repo_url,
+        commits=[task.base_commit],  # a cached clone older than the task is fetched once
     )
     scratch.mkdir(mode=0o711)
     workspace = make_workspace(mirror, task.base_commit, scratch / "workspace")
