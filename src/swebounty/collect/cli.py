@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import logging
-import os
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from swebounty.cliutil import DEFAULT_CACHE, console, fail
 from swebounty.collect.filters import FILTERS, FilterConfig
 from swebounty.collect.github import GitHubClient, GitHubError
 from swebounty.collect.mining import GitError
@@ -23,8 +22,6 @@ from swebounty.collect.split import SplitRules
 from swebounty.tasks import load_tasks
 
 log = logging.getLogger(__name__)
-console = Console(stderr=True)
-DEFAULT_CACHE = Path(os.environ.get("SWEBOUNTY_CACHE", "~/.cache/swebounty"))
 
 
 def parse_date(value: str, option: str) -> datetime:
@@ -36,11 +33,6 @@ def parse_date(value: str, option: str) -> datetime:
             f"{value!r} is not a date; write YYYY-MM-DD or an ISO 8601 time", param_hint=option
         ) from None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
-
-
-def _fail(message: str) -> typer.Exit:
-    console.print(f"[bold red]error:[/] {message}")
-    return typer.Exit(2)
 
 
 def _progress() -> Progress:
@@ -90,16 +82,16 @@ def collect_cmd(
     start = parse_date(since, "--since")
     end = parse_date(until, "--until") if until else None
     if end is not None and end <= start:
-        raise _fail("--until must be after --since")
+        raise fail("--until must be after --since")
     try:
         sources = [parse_repo_arg(r, repo_path, git_only=git_only) for r in repos]
     except (GitError, ValueError) as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     rules = SplitRules()
     rules.test_globs += list(test_pattern or [])
     off = set(no_filter or [])
     if off - set(FILTERS):
-        raise _fail(f"unknown filter(s) {sorted(off - set(FILTERS))}; known: {', '.join(FILTERS)}")
+        raise fail(f"unknown filter(s) {sorted(off - set(FILTERS))}; known: {', '.join(FILTERS)}")
     options = CollectOptions(
         since=start,
         until=end,
@@ -124,7 +116,7 @@ def collect_cmd(
             summary = collect(sources, options, output, client=client, on_fix=on_fix, fresh=fresh)
         except (GitHubError, GitError) as exc:
             partial = output.with_name(output.name + ".partial")
-            raise _fail(
+            raise fail(
                 f"{exc}\nWhat was collected so far is in {partial}; "
                 "re-run the same command to resume."
             ) from None
@@ -173,7 +165,7 @@ def validate_cmd(
     from swebounty.runs import EvalContext
 
     if not candidates.exists():
-        raise _fail(f"{candidates} does not exist: run `swebounty collect` first")
+        raise fail(f"{candidates} does not exist: run `swebounty collect` first")
     tasks, errors = load_tasks(candidates)
     for err in errors[:20]:
         console.print(f"[yellow]skipped[/] {err.where}: {err.message}")
@@ -221,10 +213,10 @@ def seal_cmd(
 ) -> None:
     """Write the sealed dataset, its public half and the manifest with the sha256 commitment."""
     if not tasks_file.exists():
-        raise _fail(f"{tasks_file} does not exist: run `swebounty validate` first")
+        raise fail(f"{tasks_file} does not exist: run `swebounty validate` first")
     tasks, errors = load_tasks(tasks_file)
     if errors:
-        raise _fail(f"{tasks_file} has {len(errors)} bad records (first: {errors[0].message})")
+        raise fail(f"{tasks_file} has {len(errors)} bad records (first: {errors[0].message})")
     try:
         manifest = seal(
             tasks,
@@ -234,7 +226,7 @@ def seal_cmd(
             until=parse_date(until, "--until") if until else None,
         )
     except SealError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     console.print(
         f"sealed {manifest.tasks} tasks; commitment sha256 [bold]{manifest.sha256}[/]\n"
         f"publish {manifest.files['public']} and {manifest.files['manifest']}; keep "
@@ -250,11 +242,11 @@ def verify_seal_cmd(
 ) -> None:
     """Check a revealed dataset against the commitment in its manifest."""
     if not manifest.exists():
-        raise _fail(f"{manifest} does not exist")
+        raise fail(f"{manifest} does not exist")
     try:
         problems = verify_seal(manifest, revealed)
     except (SealError, ValueError) as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     if problems:
         for p in problems:
             console.print(f"[red]✗[/] {p}")

@@ -1,0 +1,57 @@
+"""What every command of the `swebounty` CLI shares: consoles, common options, errors."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.logging import RichHandler
+
+from swebounty.tasks import RecordError, Task, load_tasks
+
+console = Console(stderr=True)  # progress, warnings and errors
+out = Console()  # results
+
+DEFAULT_CACHE = Path(os.environ.get("SWEBOUNTY_CACHE", "~/.cache/swebounty"))
+CacheOpt = Annotated[
+    Path, typer.Option(help="environments, mirrors and the demo repo ($SWEBOUNTY_CACHE)")
+]
+RunsOpt = Annotated[Path, typer.Option(help="where runs.sqlite and the logs of every run go")]
+
+
+def setup_logging(verbose: bool) -> None:
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.WARNING,
+        format="%(message)s",
+        handlers=[RichHandler(console=console, show_path=False)],
+    )
+
+
+def fail(message: str) -> typer.Exit:
+    """Print an error and return the exit to raise (exit code 2: the command was wrong)."""
+    console.print(f"[bold red]error:[/] {message}")
+    return typer.Exit(2)
+
+
+def show_record_errors(errors: list[RecordError]) -> None:
+    for err in errors[:20]:
+        console.print(f"[yellow]skipped[/] {err.source} {err.where}: {err.message}")
+    if len(errors) > 20:
+        console.print(f"[yellow]… and {len(errors) - 20} more record errors (see report.json)[/]")
+
+
+def load_dataset(
+    dataset: str, cache_dir: Path
+) -> tuple[list[Task], list[RecordError], Path | None]:
+    """Tasks of a dataset path, or of the bundled demo; also the repos dir the demo needs."""
+    if dataset == "demo":
+        from swebounty.demo import build_demo
+
+        mirror, tasks = build_demo(cache_dir.expanduser() / "demo")
+        return tasks, [], mirror.parent
+    tasks, errors = load_tasks(dataset)
+    return tasks, errors, None

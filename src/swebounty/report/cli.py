@@ -1,0 +1,129 @@
+"""Commands `score` and `report`; `register(app)` mounts them on the main app."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from swebounty.cliutil import DEFAULT_CACHE, CacheOpt, RunsOpt, fail, load_dataset, out
+from swebounty.report import ReportRun, render_table, write_report
+from swebounty.scoring import score_run
+from swebounty.store import Store
+from swebounty.tasks import Task
+
+
+def _load_runs(
+    run_ids: list[str], runs_dir: Path, cache_dir: Path
+) -> tuple[Store, list[tuple[dict[str, Any], list[Task]]]]:
+    db = runs_dir.resolve() / "runs.sqlite"
+    # Opening a missing store would create an empty one and hide a mistyped --runs-dir.
+    if not db.is_file():
+        raise fail(
+            f"no runs in {runs_dir} (no runs.sqlite): run `swebounty eval` or pass --runs-dir"
+        )
+    store = Store.open(db)
+    loaded = []
+    for run_id in dict.fromkeys(run_ids):  # a run named twice is scored once
+        info = store.run(run_id)
+        if info is None:
+            known = ", ".join(run["run_id"] for run in store.runs()) or "none"
+            store.close()
+            raise fail(f"no run {run_id!r} in {runs_dir} (runs there: {known})")
+        try:
+            tasks, _, _ = load_dataset(info["dataset"], cache_dir)
+        except (FileNotFoundError, ValueError) as exc:
+            store.close()
+            raise fail(
+                f"run {run_id}: cannot read its dataset {info['dataset']}: {exc}"
+                " (moved? put it back at that path)"
+            ) from exc
+        loaded.append((info, tasks))
+    return store, loaded
+
+
+def _parse_date(value: str | None) -> datetime | None:
+    """A date or time (ISO 8601); one without a zone is UTC, as task dates are."""
+    if value is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError as exc:
+        raise fail(f"--model-cutoff {value!r} is not a date like 2025-06-30") from exc
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc)
+
+
+def score_cmd(
+    run_ids: Annotated[list[str], typer.Argument(help="runs to score")],
+    model_cutoff: Annotated[
+        str | None, typer.Option(help="the model's training cutoff (YYYY-MM-DD)")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False,
+    output: Annotated[Path | None, typer.Option("-o", help="also write the JSON here")] = None,
+    runs_dir: RunsOpt = Path("runs"),
+    cache_dir: CacheOpt = DEFAULT_CACHE,
+) -> None:
+    """Resolve rate, dollars, Kprize score, pass@k, cost and breakdowns of runs."""
+    from swebounty.report import render_breakdowns
+
+    cutoff = _parse_date(model_cutoff)
+    store, loaded = _load_runs(run_ids, runs_dir, cache_dir)
+    scores = [
+        score_run(
+            tasks,
+            store.submissions(info["run_id"]),
+            store.verdicts(info["run_id"]),
+            model_cutoff=cutoff,
+            run_id=info["run_id"],
+        )
+        for info, tasks in loaded
+    ]
+    store.close()
+    payload = json.dumps([s.model_dump(mode="json") for s in scores], indent=2)
+    if output:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(payload + "\n", encoding="utf-8")
+    if as_json:
+        # Plain text, not rich: the output is for programs, so no highlighting or wrapping.
+        typer.echo(payload)
+        return
+    out.print(render_table(scores, width=out.width))
+    for table in render_breakdowns(scores):
+        out.print(table)
+    if output:
+        out.print(f"scores: {output}")
+
+
+def report_cmd(
+    run_ids: Annotated[list[str], typer.Argument(help="runs to put in the report")],
+    output: Annotated[Path, typer.Option("-o", help="the HTML file to write")] = Path(
+        "report.html"
+    ),
+    model_cutoff: Annotated[
+        str | None, typer.Option(help="the model's training cutoff (YYYY-MM-DD)")
+    ] = None,
+    runs_dir: RunsOpt = Path("runs"),
+    cache_dir: CacheOpt = DEFAULT_CACHE,
+) -> None:
+    """Write one self-contained HTML report (works offline) of runs."""
+    cutoff = _parse_date(model_cutoff)
+    store, loaded = _load_runs(run_ids, runs_dir, cache_dir)
+    report_runs = []
+    for info, tasks in loaded:
+        subs, verdicts = store.submissions(info["run_id"]), store.verdicts(info["run_id"])
+        score = score_run(tasks, subs, verdicts, model_cutoff=cutoff, run_id=info["run_id"])
+        report_runs.append(ReportRun(score, info, tasks, verdicts, subs))
+    store.close()
+    path = write_report(report_runs, output)
+    out.print(f"report: {path}")
+
+
+def register(app: typer.Typer) -> None:
+    """Mount the commands on the main `swebounty` app."""
+    app.command("score")(score_cmd)
+    app.command("report")(report_cmd)
