@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -10,8 +11,15 @@ from typing import Any
 
 import httpx
 import pytest
+import uv as uv_package
 
-from swebounty.envbuild import StepFailed, Uv, classify, isolated_env, newest_release_before
+from swebounty.envbuild import (
+    StepFailed,
+    Uv,
+    classify,
+    isolated_env,
+)
+from swebounty.releases import newest_release_before, tag_release
 
 UV_YANKED = """error: No solution found when resolving dependencies
   cause: Because types-pkg-resources<=0.1.2 was yanked (reason: Use types-setuptools instead)
@@ -95,6 +103,55 @@ def test_compile_passes_the_cutoff_and_the_interpreter(tmp_path: Path) -> None:
     assert "$ " in (tmp_path / "build.log").read_text()
 
 
+def test_before_2019_only_build_environments_get_a_newer_setuptools(tmp_path: Path) -> None:
+    import json
+
+    uv = Uv(fake_uv(tmp_path), tmp_path / "build.log", offline=True)
+    req = tmp_path / "in.txt"
+    req.write_text("click\n")
+    uv.compile(
+        Path("/py/bin/python3.6"), req, datetime(2018, 5, 1, tzinfo=timezone.utc), cwd=tmp_path
+    )
+    uv.compile(
+        Path("/py/bin/python3.7"), req, datetime(2019, 6, 1, tzinfo=timezone.utc), cwd=tmp_path
+    )
+    old, new = (json.loads(x)["argv"] for x in (tmp_path / "calls.jsonl").read_text().splitlines())
+    exempt = [old[i + 1] for i, a in enumerate(old) if a == "--exclude-newer-package"]
+    assert exempt == ["setuptools=2019-02-06T00:00:00Z", "wheel=2019-02-06T00:00:00Z"]
+    constraints = Path(old[old.index("--constraints") + 1]).read_text()
+    # Offline there is no index to ask for the exact releases of the cutoff.
+    assert constraints == "setuptools<40.8.0\nwheel<0.33.0\n"
+    assert "--exclude-newer-package" not in new and "--constraints" not in new
+
+
+@pytest.mark.network
+def test_a_2017_setup_py_project_with_an_sdist_dependency_resolves(tmp_path: Path) -> None:
+    """uv's fallback backend needs setuptools>=40.8.0 (2019) for a project naming no backend
+    and for sdist-only dependencies (pympler 0.5): both resolve at a 2017 cutoff, and the
+    environment's setuptools stays the one of 2017."""
+    python = Path("/root/.pyenv/versions/3.6.15/bin/python3.6")
+    if not python.exists():
+        pytest.skip("needs Python 3.6 (pyenv) for a 2017 resolution")
+    try:
+        httpx.head("https://pypi.org/simple/six/", timeout=10, follow_redirects=True)
+    except httpx.HTTPError as exc:
+        pytest.skip(f"the package index is unreachable here: {exc}")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "setup.py").write_text(
+        "from setuptools import setup\nfrom localhelper import VERSION\n"
+        "setup(name='oldproj', version=VERSION, py_modules=['oldproj'], install_requires=['six'],"
+        " extras_require={'tests': ['pympler==0.5']})\n"
+    )
+    (project / "localhelper.py").write_text("VERSION = '0.3'\n")  # setup.py imports locally
+    (project / "oldproj.py").write_text("")
+    req = tmp_path / "requirements.in"
+    req.write_text("./project[tests]\nsetuptools\n")
+    uv = Uv(Path(uv_package.find_uv_bin()), tmp_path / "build.log")
+    lock = uv.compile(python, req, datetime(2017, 8, 1, tzinfo=timezone.utc), cwd=tmp_path)
+    assert {"pympler==0.5", "six==1.10.0", "setuptools==36.2.6"} <= set(lock.split())
+
+
 def test_failed_step_raises_with_kind(tmp_path: Path) -> None:
     script = tmp_path / "uv"
     script.write_text(f"#!/bin/sh\necho '{UV_CONFLICT.splitlines()[0]}' >&2\nexit 1\n")
@@ -141,6 +198,48 @@ def test_newest_release_before_the_cutoff_counts_yanked_files(
         newest_release_before("types-pkg_resources", datetime(2020, 1, 1, tzinfo=timezone.utc))
         is None
     )
+
+
+def test_tag_release_falls_back_to_the_tasks_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hatch-vcs project unknown to the index (or built offline) still gets a release tag,
+    from the task's version, so it does not build as 0.1.dev1 (what broke attrs)."""
+    repo = tmp_path / "proj"
+    repo.mkdir()
+    for argv in (
+        ["init", "-q"],
+        [
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "base",
+        ],
+    ):
+        subprocess.run(["git", *argv], cwd=repo, check=True, capture_output=True)
+    looked: list[str] = []
+
+    def unknown(name: str, cutoff: datetime, index: str = "") -> None:
+        looked.append(name)
+
+    monkeypatch.setattr("swebounty.releases.newest_release_before", unknown)
+    cutoff = datetime(2025, 8, 1, tzinfo=timezone.utc)
+    version, env = tag_release(repo, "my-proj", "", cutoff, hint="25.3.0")
+    assert looked == ["my-proj"] and version == "25.3.0"
+    assert env["SETUPTOOLS_SCM_PRETEND_VERSION_FOR_MY_PROJ"] == "25.3.0"
+    tags = subprocess.run(["git", "tag"], cwd=repo, capture_output=True, text=True).stdout
+    assert tags.split() == ["25.3.0"]
+    # Offline: the index is not asked; a hint that is no version tags nothing.
+    version, _ = tag_release(repo, "my-proj", "v", cutoff, hint="25.3.0", lookup=False)
+    assert version == "25.3.0" and looked == ["my-proj"]
+    assert tag_release(repo, "my-proj", "x", cutoff, hint="main") == (None, {})
+    # Not versioned from tags: nothing to do.
+    assert tag_release(repo, "my-proj", None, cutoff, hint="1.0") == (None, {})
 
 
 def test_unreachable_index_falls_back_to_uvs_cache_once(tmp_path: Path) -> None:

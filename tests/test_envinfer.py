@@ -34,6 +34,20 @@ def test_pyproject_project_table(tmp_path: Path) -> None:
     assert not facts.native
 
 
+def test_hatchling_editable_needs_are_build_requirements(tmp_path: Path) -> None:
+    # The era's pip installs editable without build isolation; hatchling then imports
+    # `editables` (attrs fell back to a per-task copy install without it).
+    write(
+        tmp_path,
+        "pyproject.toml",
+        '[build-system]\nrequires = ["hatchling", "hatch-vcs"]\n'
+        'build-backend = "hatchling.build"\n[project]\nname = "h"\ndynamic = ["version"]\n',
+    )
+    facts = read_project(tmp_path)
+    assert facts.build_requires == ["hatchling", "hatch-vcs", "editables"]
+    assert facts.vcs_tag_prefix == ""
+
+
 def test_setup_cfg(tmp_path: Path) -> None:
     write(
         tmp_path,

@@ -428,3 +428,81 @@ def test_tasks_of_one_month_share_an_environment_unless_they_need_that_month(
     env = alone.ensure(alone.spec_for(plain, ws, MAY_2021[0]), ws)
     assert "six==1.16.0" in env.lock.split()
     assert "--exclude-newer 2021-05-12T00:00:00Z" in (env.path.parent / "build.log").read_text()
+
+
+# Versions from git tags, written into the package at install time (pytest's setuptools_scm
+# `write_to` gives `_pytest/_version.py`; hatch-vcs has `version-file`). Neither file is in the
+# repository, so a workspace lacks it; hatchling also needs `editables` for an editable install.
+VCS_PROJECTS = {
+    "setuptools_scm": {
+        "pyproject.toml": """
+            [build-system]
+            requires = ["setuptools>=64", "setuptools_scm>=8"]
+            build-backend = "setuptools.build_meta"
+
+            [project]
+            name = "swebounty-scm-probe"
+            dynamic = ["version"]
+            requires-python = ">=3.8"
+
+            [tool.setuptools_scm]
+            write_to = "src/vcsproj/_version.py"
+            """,
+    },
+    "hatch-vcs": {
+        "pyproject.toml": """
+            [build-system]
+            requires = ["hatchling", "hatch-vcs"]
+            build-backend = "hatchling.build"
+
+            [project]
+            name = "swebounty-hatch-probe"
+            dynamic = ["version"]
+            requires-python = ">=3.8"
+
+            [tool.hatch.version]
+            source = "vcs"
+
+            [tool.hatch.build.hooks.vcs]
+            version-file = "src/vcsproj/_version.py"
+
+            [tool.hatch.build.targets.wheel]
+            packages = ["src/vcsproj"]
+            """,
+    },
+}
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("backend", sorted(VCS_PROJECTS))
+def test_version_file_generated_at_install_reaches_the_workspace(
+    backend: str, tmp_path: Path, index_reachable: None
+) -> None:
+    files = {
+        **VCS_PROJECTS[backend],
+        ".gitignore": "src/vcsproj/_version.py\n",
+        "src/vcsproj/__init__.py": "from ._version import version\n",
+        "tests/test_v.py": "import vcsproj\n\ndef test_v():\n    assert vcsproj.version\n",
+    }
+    base = git_repo(tmp_path / "base", files)
+    manager = EnvManager(tmp_path / "cache")
+    task = Task(instance_id="vcs-1", repo="test/vcsproj", base_commit="HEAD")
+    env = manager.ensure(manager.spec_for(task, base, MODERN), base)
+    assert env.project is not None
+    # An editable install the per-task layer can replay, not a copy installed per task.
+    assert env.project.mode == "pth" and env.project.editable, env.project.why
+    assert env.project.generated == ["src/vcsproj/_version.py"]
+
+    ws = tmp_path / "ws"
+    subprocess.run(["git", "clone", "-q", str(base), str(ws)], check=True)
+    assert not (ws / "src/vcsproj/_version.py").exists()
+    tenv = manager.for_task(env, ws, tmp_path / "scratch")
+    assert tenv.setup_argv is None
+    proc = subprocess.run(
+        [*tenv.test_prefix, "-q", "-p", "no:cacheprovider", "tests"],
+        cwd=ws,
+        env=tenv.env,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr

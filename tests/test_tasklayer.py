@@ -12,6 +12,7 @@ from swebounty.tasklayer import (
     make_layer,
     packaging_digest,
     pip_argv,
+    project_files,
     replay,
     site_packages,
 )
@@ -102,6 +103,41 @@ def test_capture_then_replay_into_a_workspace(tmp_path: Path) -> None:
         assert out == "workspace 1.2"
         script = subprocess.run([str(layer / "bin" / "proj-cli")], capture_output=True, text=True)
         assert script.stdout.strip() == "cli says hi"
+
+
+def test_files_the_install_generated_reach_a_workspace_without_them(tmp_path: Path) -> None:
+    base = tmp_path / "copy"
+    make_project(base)
+    before = project_files(base)
+    layer = tmp_path / "layer"
+    make_layer(layer, INTERP, VERSION, tmp_path / "none")
+    fake_install(layer, base, "pth")
+    # What setuptools_scm's write_to does during the install, plus debris that is not code.
+    (base / "src" / "proj" / "_version.py").write_text("version = '1.2'\n")
+    (base / "src" / "proj" / "__pycache__").mkdir()
+    (base / "src" / "proj" / "__pycache__" / "x.cpython-311.pyc").write_bytes(b"")
+    (base / "build" / "lib").mkdir(parents=True)
+    (base / "build" / "lib" / "junk.py").write_text("")
+    (base / "outside.txt").write_text("not under an import root\n")
+    store = tmp_path / "store"
+    info = capture(layer, MINOR, base, store, before)
+    assert info.mode == "pth" and info.generated == ["src/proj/_version.py"]
+
+    ws = tmp_path / "ws"
+    make_project(ws)
+    task_layer = tmp_path / "task-layer"
+    python = make_layer(task_layer, INTERP, VERSION, tmp_path / "none")
+    replay(task_layer, MINOR, info, store, ws)
+    assert run(python, "from proj._version import version; print(version)") == "1.2"
+
+    # A workspace whose patch brings its own file keeps it.
+    ws2 = tmp_path / "ws2"
+    make_project(ws2)
+    (ws2 / "src" / "proj" / "_version.py").write_text("version = 'patched'\n")
+    layer2 = tmp_path / "task-layer2"
+    python2 = make_layer(layer2, INTERP, VERSION, tmp_path / "none")
+    replay(layer2, MINOR, info, store, ws2)
+    assert run(python2, "from proj._version import version; print(version)") == "patched"
 
 
 def test_compiled_extensions_or_unknown_hooks_mean_a_real_install(tmp_path: Path) -> None:

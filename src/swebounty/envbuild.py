@@ -11,6 +11,7 @@ after the cutoff for an exact pin.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import re
@@ -22,7 +23,8 @@ from pathlib import Path
 from typing import Literal
 
 from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
+
+from swebounty.releases import newest_release_before
 
 log = logging.getLogger(__name__)
 
@@ -150,6 +152,11 @@ class Uv:
             str(python),
         ]
         args += _cutoff_args(cutoff)
+        keep = era_build_tools(cutoff, self.offline)
+        if keep:
+            constraints = requirements.with_name("era-constraints.txt")
+            constraints.write_text("".join(k + "\n" for k in keep), encoding="utf-8")
+            args += ["--constraints", str(constraints)]
         args.append(str(requirements))
         return self.run("resolve dependencies", args, cwd=cwd)
 
@@ -179,11 +186,48 @@ class Uv:
         return self.run("freeze", ["pip", "freeze", "--python", str(venv_python)])
 
 
+# setuptools 40.8.0, the first with `build_meta:__legacy__` (uv's fallback backend for projects
+# that name none, with `setuptools>=40.8.0`), was uploaded on 2019-02-05.
+SETUPTOOLS_FALLBACK_SINCE = datetime(2019, 2, 6, tzinfo=timezone.utc)
+# What build environments may take up to that date, with the first release after it.
+BUILD_TOOLS = {"setuptools": "40.8.0", "wheel": "0.33.0"}
+
+
+def _stamp(when: datetime) -> str:
+    return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def _cutoff_args(cutoff: datetime | None) -> list[str]:
     if cutoff is None:
         return []
-    stamp = cutoff.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return ["--exclude-newer", stamp]
+    args = ["--exclude-newer", _stamp(cutoff)]
+    if cutoff < SETUPTOOLS_FALLBACK_SINCE:
+        # uv builds an sdist that names no backend with its fallback, `setuptools>=40.8.0`,
+        # which did not exist yet: sdist-only dependencies of the era (pympler 0.5, markupsafe
+        # 1.0) could not be built. setuptools may reach that release, and wheel with it (a 2017
+        # wheel breaks setuptools 40.8's dist_info: attrs of 2017); what gets installed stays
+        # the era's (`era_build_tools` constrains the resolution).
+        for name in BUILD_TOOLS:
+            args += ["--exclude-newer-package", f"{name}={_stamp(SETUPTOOLS_FALLBACK_SINCE)}"]
+    return args
+
+
+@functools.lru_cache(maxsize=256)
+def _newest_tool(name: str, cutoff: datetime) -> str | None:
+    """Once per process and cutoff: every resolution attempt of a build asks again."""
+    return newest_release_before(name, cutoff)
+
+
+def era_build_tools(cutoff: datetime | None, offline: bool) -> list[str]:
+    """Constraints keeping the environment's setuptools and wheel the cutoff's own, when
+    `_cutoff_args` lets build environments have newer ones."""
+    if cutoff is None or cutoff >= SETUPTOOLS_FALLBACK_SINCE:
+        return []
+    keep = []
+    for name in BUILD_TOOLS:
+        version = None if offline else _newest_tool(name, cutoff)
+        keep.append(f"{name}=={version}" if version else f"{name}<{BUILD_TOOLS[name]}")
+    return keep
 
 
 def run_logged(
@@ -232,53 +276,6 @@ def log_tail(log_path: Path, lines: int = 25) -> str:
     return "\n".join(text.rstrip().splitlines()[-lines:])
 
 
-def newest_release_before(
-    name: str, cutoff: datetime, index: str = "https://pypi.org/simple"
-) -> str | None:
-    """The newest version of `name` with a file uploaded before `cutoff`, yanked or not.
-
-    Used when every release available at the cutoff has since been yanked: an exact pin of a
-    yanked release is accepted by installers, a range is not."""
-    import httpx  # only on this rare path: importing it costs ~0.1 s of every warm start
-
-    url = f"{index.rstrip('/')}/{canonicalize_name(name)}/"
-    try:
-        resp = httpx.get(
-            url,
-            headers={"Accept": "application/vnd.pypi.simple.v1+json"},
-            timeout=30,
-            follow_redirects=True,
-        )
-        resp.raise_for_status()
-        files = resp.json().get("files", [])
-    except (httpx.HTTPError, ValueError) as exc:
-        log.warning("could not read the index page of %s: %s", name, exc)
-        return None
-    best: Version | None = None
-    for f in files:
-        stamp = f.get("upload-time")
-        version = _version_of(name, f.get("filename", ""))
-        if not stamp or version is None:
-            continue
-        uploaded = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-        if uploaded < cutoff and (best is None or version > best):
-            best = version
-    return str(best) if best else None
-
-
-def _version_of(name: str, filename: str) -> Version | None:
-    stem = re.sub(r"(\.tar\.gz|\.zip|\.tar\.bz2|\.whl|\.egg|\.exe|\.msi)$", "", filename)
-    prefix = re.compile(re.escape(canonicalize_name(name)).replace("\\-", "[-_.]") + "-", re.I)
-    m = prefix.match(stem)
-    if not m:
-        return None
-    rest = stem[m.end() :].split("-")[0]
-    try:
-        return Version(rest)
-    except InvalidVersion:
-        return None
-
-
 def no_wheels(
     uvr: Uv, python: Path, pins: list[str], cutoff: datetime | None, tmp: Path
 ) -> list[str]:
@@ -302,32 +299,6 @@ def no_wheels(
             missing.append(name)
             remaining = [p for p in remaining if canonicalize_name(p.split("==")[0]) != name]
     return missing
-
-
-def tag_release(
-    project: Path, name: str | None, prefix: str | None, cutoff: datetime | None
-) -> tuple[str | None, dict[str, str]]:
-    """Projects versioned from git tags build as `0.1.dev1` in a tagless workspace, which
-    breaks dependents' ranges (pvfactors wants pvlib>=0.9,<0.10). Tag the build copy with the
-    newest release uploaded before the cutoff, as a clone of the time would have had.
-
-    Returns (version, variables that make a per-task install see the same version)."""
-    if prefix is None or not name or cutoff is None or not (project / ".git").exists():
-        return None, {}
-    version = newest_release_before(name, cutoff)
-    if version is None:
-        return None, {}
-    proc = subprocess.run(
-        ["git", "-C", str(project), "tag", f"{prefix}{version}"], capture_output=True, text=True
-    )
-    if proc.returncode:
-        return None, {}
-    norm = re.sub(r"[-_.]+", "_", name).upper()
-    return version, {
-        "SETUPTOOLS_SCM_PRETEND_VERSION": version,
-        f"SETUPTOOLS_SCM_PRETEND_VERSION_FOR_{norm}": version,
-        "PBR_VERSION": version,
-    }
 
 
 def pinned(lock: str, name: str) -> str | None:

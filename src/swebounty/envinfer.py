@@ -50,6 +50,10 @@ VCS_VERSIONING = re.compile(
     r"poetry-dynamic-versioning|setuptools-git-versioning",
     re.I,
 )
+# What a backend asks for only to build *editable* (its get_requires_for_build_editable): the
+# era's pip installs the project with --no-build-isolation, so it must be in the environment.
+# Without `editables`, hatchling projects (attrs) fell back to a per-task copy install.
+EDITABLE_REQUIRES = {"hatchling": ["editables"]}
 NATIVE_BACKENDS = ("scikit_build", "mesonpy", "maturin", "setuptools_rust", "pdm.backend.cmake")
 DIGEST_GLOBS = ("pyproject.toml", "setup.py", "setup.cfg", "tox.ini", "*.txt", "requirements/*")
 
@@ -128,6 +132,9 @@ def read_project(root: Path) -> ProjectFacts:
         kept, _ = clean_requirement(str(line), facts.name, notes, source="build requirements")
         facts.build_requires.extend(k for k in kept if k not in facts.build_requires)
     backend = str(build.get("build-backend", ""))
+    for prefix, needs in EDITABLE_REQUIRES.items():
+        if backend.startswith(prefix):
+            facts.build_requires.extend(n for n in needs if n not in facts.build_requires)
     facts.native = (
         any(b in backend for b in NATIVE_BACKENDS)
         or bool(re.search(r"\bExtension\s*\(|ext_modules|cythonize|build_ext", setup_py))

@@ -60,6 +60,7 @@ class ResolvedSpec(EnvSpec):
     )
     project_name: str | None = None
     vcs_tag_prefix: str | None = None  # the version comes from git tags (setuptools_scm, ...)
+    release_hint: str | None = None  # the task's version: the tag to use when the index can't say
     inputs_digest: str = ""
     why: list[str] = Field(default_factory=list)
 
@@ -240,6 +241,7 @@ class EnvManager:
             plans=plans,
             project_name=facts.name,
             vcs_tag_prefix=facts.vcs_tag_prefix,
+            release_hint=task.version if facts.vcs_tag_prefix is not None else None,
             inputs_digest=facts.digest,
             why=why,
         )

@@ -36,6 +36,7 @@ SHARED_PTH = "_swebounty_shared.pth"
 PROJECT_PTH = "_swebounty_project.pth"
 PACKAGING_FILES = ("setup.py", "setup.cfg", "pyproject.toml")
 NATIVE_SUFFIXES = (".so", ".pyd", ".dylib")
+GENERATED_DIR = "_generated"  # in a spec's metadata store: files the install generated
 
 
 class ProjectInstall(BaseModel):
@@ -50,6 +51,8 @@ class ProjectInstall(BaseModel):
     packaging_digest: str = ""  # of setup.py/setup.cfg/pyproject.toml at the base commit
     pip_version: str | None = None
     version_env: dict[str, str] = {}  # pretend-version variables for a per-task pip install
+    generated: list[str] = []  # files the install wrote into the project (setuptools_scm's
+    # `write_to`, ...), relative; the workspace gets the build's copy when it has none
     why: str = ""
 
 
@@ -92,9 +95,42 @@ def native_files(project: Path) -> list[Path]:
     return [p for p in project.rglob("*") if p.suffix in NATIVE_SUFFIXES and p.is_file()]
 
 
-def capture(layer: Path, minor: str, project: Path, store: Path) -> ProjectInstall:
+def project_files(project: Path) -> set[str]:
+    """Every file under `project` but .git's, relative: what an install adds is a difference."""
+    found: set[str] = set()
+    for dirpath, dirnames, filenames in os.walk(project):
+        dirnames[:] = [d for d in dirnames if d != ".git"]
+        rel = os.path.relpath(dirpath, project)
+        found.update(os.path.normpath(os.path.join(rel, f)) for f in filenames)
+    return found
+
+
+def generated_files(project: Path, before: set[str], roots: list[str]) -> list[str]:
+    """Files the install wrote under the import roots that the code imports: a version module
+    from setuptools_scm's `write_to`/`version_file` (pytest's `_pytest/_version.py`), hatch-vcs'
+    `version-file`, versioneer's `_version.py`. Build debris and bytecode are not code."""
+    kept = []
+    for rel in sorted(project_files(project) - before):
+        parts = Path(rel).parts
+        if (
+            rel.endswith((".pyc", *NATIVE_SUFFIXES))
+            or any(
+                p == "__pycache__" or p.endswith(".egg-info") or p.startswith(".") for p in parts
+            )
+            or parts[0] in ("build", "dist")
+        ):
+            continue
+        if any(r == "." or rel.startswith(r.rstrip("/") + "/") for r in roots):
+            kept.append(Path(rel).as_posix())
+    return kept
+
+
+def capture(
+    layer: Path, minor: str, project: Path, store: Path, before: set[str] | None = None
+) -> ProjectInstall:
     """Read what an editable install of `project` left in `layer`; copy its metadata to
-    `store`. The result says whether replaying it ("pth") is faithful, and if not, why."""
+    `store`, and the files it generated in `project` (those not in `before`). The result says
+    whether replaying it ("pth") is faithful, and if not, why."""
     sp = site_packages(layer, minor)
     info = ProjectInstall(packaging_digest=packaging_digest(project))
     roots: set[Path] = set()
@@ -141,6 +177,12 @@ def capture(layer: Path, minor: str, project: Path, store: Path) -> ProjectInsta
     if not rel_roots:
         problems.append("no import root found")
     info.roots = rel_roots
+    if before is not None:
+        info.generated = generated_files(project, before, rel_roots)
+        for rel in info.generated:
+            dest = store / GENERATED_DIR / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(project / rel, dest)
     if problems:
         info.mode, info.why = "pip", "; ".join(problems)
     else:
@@ -209,6 +251,13 @@ def _read_meta(meta: Path) -> tuple[str | None, dict[str, str]]:
 def replay(layer: Path, minor: str, info: ProjectInstall, store: Path, workspace: Path) -> None:
     """Put the workspace into the layer the way `capture` saw the base commit installed."""
     sp = site_packages(layer, minor)
+    for rel in info.generated:
+        # The workspace has no tags and was never built: it lacks what the build generated
+        # (`ModuleNotFoundError: _pytest._version`). A file the patch adds is left as it is.
+        dest = workspace / rel
+        if not dest.exists() and (store / GENERATED_DIR / rel).is_file():
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(store / GENERATED_DIR / rel, dest)
     roots = [str((workspace / r).resolve()) for r in info.roots]
     (sp / PROJECT_PTH).write_text("".join(r + "\n" for r in roots), encoding="utf-8")
     if info.meta_dir:
@@ -240,14 +289,19 @@ def install_and_capture(
     store: Path,
     env: dict[str, str],
     log_path: Path,
+    before: set[str] | None = None,
 ) -> ProjectInstall:
     """Install the base commit's `project` into a throw-away layer with the era's pip, the way
     each task will, and capture what it did (to replay it per task when that is faithful).
+    `before` lists the project's files as copied, before anything built in it (resolving the
+    project builds its metadata in place, and setuptools_scm writes its version file then).
 
     Raises StepFailed("install the project", "build") when neither an editable install nor a
     copy works with this interpreter."""
     minor = ".".join(version.split(".")[:2])
     python = make_layer(layer, interpreter, version, shared_site)
+    if before is None:
+        before = project_files(project)
     for editable in (True, False):
         argv = pip_argv(python, project, pip_version, editable)
         try:
@@ -266,7 +320,7 @@ def install_and_capture(
                 packaging_digest=packaging_digest(project),
                 why=f"pip {pip_version} could not install it editable; installs a copy",
             )
-        info = capture(layer, minor, project, store)
+        info = capture(layer, minor, project, store, before)
         info.pip_version = pip_version
         return info
     raise AssertionError("unreachable")

@@ -4,9 +4,19 @@ FAIL_TO_PASS: failed or errored (or could not even be collected) in every run be
 every run after. PASS_TO_PASS: passed in every run before and after. A test whose status differs
 between runs of the same phase is flaky: recorded in `flaky_tests`, never graded.
 
+Two before-runs without per-test results are still read, as SWE-bench does:
+- test modules of the patch that fail to import before the fix (they import a name the fix
+  adds) while the after-run runs them: their tests that pass after are FAIL_TO_PASS;
+- a test process killed by a signal (a segfault the fix removes) while the after-runs are clean.
+Then every before-run is made per test module of the patch (`per_file`), so one broken module
+does not hide the others' results; a module that fails to import or crashes on its own counts
+all its tests as failing before.
+
 A candidate is rejected (with its reason in the rejects file) when its test patch has no test
-module the harness runs, when the before-run collects no test at all, when the reference patch does not apply, when no test goes from failing to passing,
-or when the harness reports an infrastructure error (stage "infra", retried by `retry_errors`).
+module the harness runs, when the before-run collects no test for another reason (a module
+outside the test patch fails to import, or the patch's modules fail to import after the fix as
+well), when the reference patch does not apply, when no test goes from failing to passing, or
+when the harness reports an infrastructure error (stage "infra", retried by `retry_errors`).
 Two runs come first (one before, one after): if they show no FAIL_TO_PASS, further runs cannot
 create one, so the candidate is rejected without them.
 """
@@ -21,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from swebounty.collect.per_file import crashed, patch_for_file, same_file
 from swebounty.collect.sink import Sink
 from swebounty.tasks import Task
 
@@ -87,12 +98,85 @@ def _collected(run: dict[str, str]) -> bool:
     return any("::" in tid for tid in run)
 
 
+def _broken_modules(run: dict[str, str]) -> list[str]:
+    return sorted(tid for tid, status in run.items() if "::" not in tid and status == "error")
+
+
 def _check(run: _TestRun, phase: str) -> dict[str, str]:
     if run.patch_error:
         raise Rejected("patch", f"the reference patch does not apply: {run.patch_error}")
     if run.error:
         raise Rejected("infra", f"{phase}-run failed: {run.error}")
     return statuses(run)
+
+
+def _per_file_reason(probe: _TestRun, files: list[str]) -> str | None:
+    """Why the before state must be run per test module ("import" or "crash"), None when the
+    whole before-run is usable; Rejected when it is hopeless."""
+    if probe.patch_error:
+        _check(probe, "before")
+    if probe.error:
+        if crashed(probe.exit_code, probe.error):
+            return "crash"
+        _check(probe, "before")
+    run = statuses(probe)
+    if _collected(run):
+        return None
+    broken = _broken_modules(run)
+    outside = [m for m in broken if not any(same_file(m, f) for f in files)]
+    if broken and not outside:
+        return "import"
+    errors = ", ".join(sorted(run)[:3]) or "no test result"
+    raise Rejected("collect", f"the before-run collects no test ({errors})")
+
+
+def _check_import_fixed(probe: _TestRun, after: dict[str, str]) -> None:
+    """The test modules that did not import before must run after the fix: else the environment
+    (not the missing name) is what breaks them."""
+    broken = _broken_modules(statuses(probe))
+    ran = {tid.split("::", 1)[0] for tid in after if "::" in tid}
+    if not any(same_file(m, f) for m in broken for f in ran):
+        raise Rejected(
+            "collect",
+            f"the test modules fail to import before and after the reference patch "
+            f"({', '.join(broken[:3])})",
+        )
+
+
+def _file_state(run: _TestRun, file: str) -> dict[str, str]:
+    """Statuses of one module's before-run; a crash counts every test of the module as failing
+    (the file-level key stands for them, as for an import error)."""
+    if crashed(run.exit_code, run.error):
+        log.info("%s crashes before the fix: %s", file, run.error)
+        return {file: "error"}
+    return _check(run, f"before ({file})")
+
+
+def _before(
+    task: Task,
+    ctx: EvalContext,
+    log_dir: Path,
+    runner: Runner,
+    files: list[str],
+    *,
+    i: int,
+    per_file: bool,
+    probe: _TestRun | None,
+) -> dict[str, str]:
+    """The before state of run `i`: one run of all modules, or one run per module. `probe` is
+    the first whole run, reused where it is the same run."""
+    if not per_file:
+        run = probe or runner(task, "", ctx, log_dir / f"before-{i}")
+        return _check(run, "before")
+    if len(files) == 1:
+        run = probe or runner(task, "", ctx, log_dir / f"before-{i}")
+        return _file_state(run, files[0])
+    state: dict[str, str] = {}
+    for file in files:
+        alone = task.model_copy(update={"test_patch": patch_for_file(task.test_patch, file, files)})
+        slug = file.replace("/", "_")
+        state.update(_file_state(runner(alone, "", ctx, log_dir / f"before-{i}-{slug}"), file))
+    return state
 
 
 def validate_one(
@@ -110,29 +194,44 @@ def validate_one(
         runner = run_tests
     from swebounty.testing import test_files
 
-    if not test_files(task.test_patch):
+    files = test_files(task.test_patch)
+    if not files:
         # Nothing the harness would run: say so now rather than as six failed runs.
         raise Rejected("tests", "the test patch changes no test module the harness can run")
     start = time.monotonic()
+    probe = runner(task, "", ctx, log_dir / "before-1")
+    reason = _per_file_reason(probe, files)
     before: list[dict[str, str]] = []
     after: list[dict[str, str]] = []
     for i in range(1, runs + 1):
-        b = _check(runner(task, "", ctx, log_dir / f"before-{i}"), "before")
-        if i == 1 and not _collected(b):
-            errors = ", ".join(sorted(b)[:3]) or "no test result"
-            raise Rejected("collect", f"the before-run collects no test ({errors})")
+        a = _check(runner(task, task.patch, ctx, log_dir / f"after-{i}"), "after")
+        if i == 1 and reason == "import":
+            _check_import_fixed(probe, a)
+        b = _before(
+            task,
+            ctx,
+            log_dir,
+            runner,
+            files,
+            i=i,
+            per_file=reason is not None,
+            probe=probe if i == 1 else None,
+        )
         before.append(b)
-        after.append(_check(runner(task, task.patch, ctx, log_dir / f"after-{i}"), "after"))
+        after.append(a)
         result = classify(before, after)
         if not result.fail_to_pass:
             why = "flaky" if result.flaky and i > 1 else "no test fails before and passes after"
             raise Rejected("no_f2p", f"no FAIL_TO_PASS after {i} run(s) each ({why})")
+    validation: dict[str, Any] = {"runs": runs, "seconds": round(time.monotonic() - start, 1)}
+    if reason is not None:
+        validation["before_per_file"] = reason
     return task.model_copy(
         update={
             "FAIL_TO_PASS": result.fail_to_pass,
             "PASS_TO_PASS": result.pass_to_pass,
             "flaky_tests": result.flaky,
-            "validation": {"runs": runs, "seconds": round(time.monotonic() - start, 1)},
+            "validation": validation,
         }
     )
 
