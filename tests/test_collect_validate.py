@@ -13,8 +13,10 @@ from typing import Any
 
 import pytest
 
+from swebounty.collect.per_file import crashed, patch_for_file, split_patch
 from swebounty.collect.validate import Rejected, classify, validate, validate_one
 from swebounty.tasks import Task, load_tasks
+from swebounty.testing import test_files
 
 
 @dataclass
@@ -44,6 +46,9 @@ class Script:
             self.calls.append((task.instance_id, phase, log_dir))
             runs = self.table[(task.instance_id, phase)]
             return runs.pop(0) if len(runs) > 1 else runs[0]
+
+
+CRASH = Run(exit_code=139, error="no test result: the test process was killed by signal 11")
 
 
 def run(**statuses: str) -> Run:
@@ -103,8 +108,21 @@ def test_validate_one_sets_the_hidden_tests(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("before", "after", "stage", "calls"),
     [
-        (Run({"tests/t.py": Outcome("error")}), run(a="passed"), "collect", 1),
+        # The test module does not import before, nor after: the environment is broken.
+        (
+            Run({"tests/t.py": Outcome("error")}),
+            Run({"tests/t.py": Outcome("error")}),
+            "collect",
+            2,
+        ),
+        # A module outside the test patch does not import: not what the fix adds.
+        (Run({"src/pkg/core.py": Outcome("error")}), run(a="passed"), "collect", 1),
         (Run(), run(a="passed"), "collect", 1),
+        # A crash before the fix, but the after-run is broken too.
+        (CRASH, Run(error="uv could not resolve"), "infra", 2),
+        # A hang killed at the timeout is not rerun per module.
+        (Run(exit_code=-9, error="tests timed out after 1800 s"), run(a="passed"), "infra", 1),
+        (Run(exit_code=4, error="no test result: usage error"), run(a="passed"), "infra", 1),
         (run(a="passed"), run(a="passed"), "no_f2p", 2),
         (run(a="failed"), run(a="failed"), "no_f2p", 2),
         (run(a="failed"), Run(patch_error="does not apply"), "patch", 2),
@@ -188,3 +206,141 @@ def test_validate_writes_tasks_and_rejects_and_resumes(tmp_path: Path) -> None:
     # A smaller candidates file: what it no longer holds leaves the outputs.
     validate(candidates[1:], out, Ctx(tmp_path), runner=script)  # type: ignore[arg-type]
     assert [t.instance_id for t in load_tasks(out)[0]] == ["infra"]
+
+
+# ---------------------------------------------------------------------------- per-module reruns
+
+
+def _module(path: str, body: str = "def test_a(): pass") -> str:
+    return (
+        f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n"
+        f"@@ -0,0 +1 @@\n+{body}\n\\ No newline at end of file\n"
+    )
+
+
+TWO_MODULES = (
+    _module("tests/conftest.py", "import pytest")
+    + _module("tests/test_t.py")
+    + _module("tests/test_u.py", "from pkg import new_name")
+)
+
+
+def test_patch_for_file_keeps_support_files_and_drops_other_test_modules() -> None:
+    files = ["tests/test_t.py", "tests/test_u.py"]
+    alone = patch_for_file(TWO_MODULES, "tests/test_t.py", files)
+    assert alone == _module("tests/conftest.py", "import pytest") + _module("tests/test_t.py")
+    assert patch_for_file(TWO_MODULES, "tests/test_u.py", files) == (
+        _module("tests/conftest.py", "import pytest")
+        + _module("tests/test_u.py", "from pkg import new_name")
+    )
+    plain = "--- a/tests/test_t.py\n+++ b/tests/test_t.py\n@@ -1 +1,2 @@\n x\n+y\n"
+    assert split_patch(plain) == [("tests/test_t.py", plain.replace("-1 ", "-1,1 "))]
+
+
+@pytest.mark.parametrize(
+    ("exit_code", "error", "expected"),
+    [
+        (-11, "no test result: killed by signal 11", True),
+        (139, "no test result: killed by signal 11", True),
+        (-9, "tests timed out after 1800 s", False),
+        (1, "no test result: exit code 1", False),
+        (None, "environment build failed", False),
+        (139, None, False),
+    ],
+)
+def test_crashed(exit_code: int | None, error: str | None, expected: bool) -> None:
+    assert crashed(exit_code, error) is expected
+
+
+class ByModules:
+    """Answers run_tests calls by phase and the test modules the task's test patch runs."""
+
+    def __init__(self, table: dict[tuple[str, tuple[str, ...]], Run]) -> None:
+        self.table = table
+        self.calls: list[tuple[str, tuple[str, ...], str]] = []
+
+    def __call__(self, task: Task, patch: str, ctx: Any, log_dir: Path) -> Run:
+        phase = "after" if patch else "before"
+        modules = tuple(test_files(task.test_patch))
+        self.calls.append((phase, modules, log_dir.name))
+        return self.table[(phase, modules)]
+
+
+mod_t, mod_u = "tests/test_t.py", "tests/test_u.py"
+
+
+def test_a_module_that_imports_what_the_fix_adds_is_fail_to_pass(tmp_path: Path) -> None:
+    script = ByModules(
+        {
+            # pytest stops at the collection error: test_t.py's results are unknown.
+            ("before", (mod_t, mod_u)): Run({mod_u: Outcome("error")}, exit_code=2),
+            ("before", (mod_t,)): Run(
+                {f"{mod_t}::a": Outcome("passed"), f"{mod_t}::b": Outcome("failed")}
+            ),
+            ("before", (mod_u,)): Run({mod_u: Outcome("error")}, exit_code=2),
+            ("after", (mod_t, mod_u)): Run(
+                {f"{m}::{t}": Outcome("passed") for m in (mod_t, mod_u) for t in "ab"}
+            ),
+        }
+    )
+    task = validate_one(_task("t", TWO_MODULES), Ctx(tmp_path), tmp_path, runner=script)  # type: ignore[arg-type]
+    assert [f"{mod_t}::b", f"{mod_u}::a", f"{mod_u}::b"] == task.FAIL_TO_PASS
+    assert [f"{mod_t}::a"] == task.PASS_TO_PASS
+    assert (task.model_extra or {})["flaky_tests"] == []
+    assert (task.model_extra or {})["validation"]["before_per_file"] == "import"
+    whole, one, two = (mod_t, mod_u), (mod_t,), (mod_u,)
+    assert [c[:2] for c in script.calls] == [
+        ("before", whole), ("after", whole), ("before", one), ("before", two),
+        ("before", one), ("before", two), ("after", whole),
+        ("before", one), ("before", two), ("after", whole),
+    ]  # fmt: skip
+    assert script.calls[2][2] == "before-1-tests_test_t.py"
+
+
+def test_a_single_module_that_does_not_import_before_is_not_rerun(tmp_path: Path) -> None:
+    script = Script(
+        {
+            ("t", "before"): [Run({"tests/t.py": Outcome("error")}, exit_code=2)],
+            ("t", "after"): [run(a="passed", b="passed")],
+        }
+    )
+    task = validate_one(_task("t"), Ctx(tmp_path), tmp_path, runner=script)  # type: ignore[arg-type]
+    assert task.FAIL_TO_PASS == ["tests/t.py::a", "tests/t.py::b"]
+    assert task.PASS_TO_PASS == []
+    assert [c[1] for c in script.calls] == ["before", "after"] * 3
+
+
+def test_a_crash_the_fix_removes_is_read_per_module(tmp_path: Path) -> None:
+    script = ByModules(
+        {
+            ("before", (mod_t, mod_u)): CRASH,
+            ("before", (mod_t,)): Run(
+                {f"{mod_t}::a": Outcome("passed"), f"{mod_t}::b": Outcome("failed")}
+            ),
+            ("before", (mod_u,)): CRASH,
+            ("after", (mod_t, mod_u)): Run(
+                {f"{m}::{t}": Outcome("passed") for m in (mod_t, mod_u) for t in "ab"}
+            ),
+        }
+    )
+    task = validate_one(_task("t", TWO_MODULES), Ctx(tmp_path), tmp_path, runner=script)  # type: ignore[arg-type]
+    assert [f"{mod_t}::b", f"{mod_u}::a", f"{mod_u}::b"] == task.FAIL_TO_PASS
+    assert [f"{mod_t}::a"] == task.PASS_TO_PASS
+    assert (task.model_extra or {})["validation"]["before_per_file"] == "crash"
+    assert len(script.calls) == 1 + 3 + 3 * 2  # the probe, the after-runs, two modules x 3
+
+
+def test_a_module_that_fails_another_way_when_run_alone_is_an_infra_error(
+    tmp_path: Path,
+) -> None:
+    script = ByModules(
+        {
+            ("before", (mod_t, mod_u)): CRASH,
+            ("before", (mod_t,)): Run(exit_code=3, error="no test result: internal error"),
+            ("before", (mod_u,)): CRASH,
+            ("after", (mod_t, mod_u)): Run({f"{mod_t}::a": Outcome("passed")}),
+        }
+    )
+    with pytest.raises(Rejected, match=r"before \(tests/test_t.py\)-run failed") as info:
+        validate_one(_task("t", TWO_MODULES), Ctx(tmp_path), tmp_path, runner=script)  # type: ignore[arg-type]
+    assert info.value.stage == "infra"

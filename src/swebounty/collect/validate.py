@@ -204,9 +204,12 @@ def validate_one(
     before: list[dict[str, str]] = []
     after: list[dict[str, str]] = []
     for i in range(1, runs + 1):
-        a = _check(runner(task, task.patch, ctx, log_dir / f"after-{i}"), "after")
-        if i == 1 and reason == "import":
-            _check_import_fixed(probe, a)
+        # Run 1's whole before-run is the probe; per-module reruns wait for a clean after-run.
+        a: dict[str, str] | None = None
+        if i == 1:
+            a = _check(runner(task, task.patch, ctx, log_dir / "after-1"), "after")
+            if reason == "import":
+                _check_import_fixed(probe, a)
         b = _before(
             task,
             ctx,
@@ -217,6 +220,8 @@ def validate_one(
             per_file=reason is not None,
             probe=probe if i == 1 else None,
         )
+        if a is None:
+            a = _check(runner(task, task.patch, ctx, log_dir / f"after-{i}"), "after")
         before.append(b)
         after.append(a)
         result = classify(before, after)
