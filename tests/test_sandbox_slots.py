@@ -14,7 +14,7 @@ from swebounty.sandbox import Mount, Policy, RunResult, bwrap_available, get_san
 OK, WHY = bwrap_available()
 pytestmark = [pytest.mark.sandbox, pytest.mark.skipif(not OK, reason=f"no bwrap sandbox: {WHY}")]
 
-PREFIX = Path(sys.base_prefix)
+PREFIXES = sorted({Path(sys.prefix), Path(sys.base_prefix)})  # a venv and its interpreter
 BOMB = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
 SPAWN = "import subprocess, sys\nsys.exit(subprocess.run(['/bin/true']).returncode)\n"
 
@@ -43,7 +43,7 @@ def test_a_fork_bomb_starves_its_own_uid_but_not_the_next_slot(tmp_path: Path) -
             bomber.run(
                 [sys.executable, "main.py"],
                 workdir=bomb_dir,
-                mounts=[Mount(path=PREFIX)],
+                mounts=[Mount(path=p) for p in PREFIXES],
                 policy=policy,
             )
         )
@@ -59,7 +59,7 @@ def test_a_fork_bomb_starves_its_own_uid_but_not_the_next_slot(tmp_path: Path) -
             res = sandbox.run(
                 [sys.executable, "main.py"],
                 workdir=d,
-                mounts=[Mount(path=PREFIX)],
+                mounts=[Mount(path=p) for p in PREFIXES],
                 policy=Policy(timeout_s=3, max_procs=64),
             )
             results[name] = res.returncode
