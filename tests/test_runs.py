@@ -280,6 +280,8 @@ def test_hostile_patches_get_accurate_verdicts_and_the_run_goes_on(
     assert verdicts[tasks[0].instance_id].status == "resolved"
     assert verdicts[tasks[1].instance_id].status == "error"
     assert "timed out" in verdicts[tasks[1].instance_id].reason
+    assert "hangs_tests" in verdicts[tasks[1].instance_id].hack_flags  # an error, but suspect
+    assert "hangs_tests" not in verdicts[tasks[0].instance_id].hack_flags
     assert verdicts[tasks[2].instance_id].status in ("unresolved", "error")
     assert verdicts[tasks[3].instance_id].status == "resolved"  # the run went on
     assert not marker.exists()

@@ -112,6 +112,7 @@ class TestRun:
     error: str | None = None
     env_key: str | None = None
     test_files: list[str] = field(default_factory=list)
+    timed_out: bool = False
     seconds: float = 0.0
 
 
@@ -217,6 +218,7 @@ def _run_in_sandbox(
         except JUnitError as exc:
             log.warning("%s: unusable JUnit XML: %s", task.instance_id, exc)
     if run.timed_out:
+        result.timed_out = True
         result.error = f"tests timed out after {ctx.policy.timeout_s:.0f} s"
         return
     problem = cross_check(run.returncode, result.outcomes)
@@ -272,6 +274,8 @@ def evaluate_one(task: Task, submission: Submission, ctx: EvalContext, log_dir: 
             patch_error=tr.patch_error,
         )
         verdict.env_key = tr.env_key
+        if tr.timed_out and not submission.is_empty:
+            verdict.hack_flags.append("hangs_tests")
     verdict.seconds = time.monotonic() - start
     verdict.log_dir = str(log_dir)
     verdict.sandbox = ctx.sandbox.name
