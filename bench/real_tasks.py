@@ -93,26 +93,6 @@ def junit_seconds(path: Path) -> float | None:
         return None
 
 
-def union_sizes(dirs: list[Path]) -> tuple[int, int]:
-    """(bytes, bytes no other file links to) over several directories, each inode once: what
-    all environments take together, and what they add while uv's cache is kept."""
-    seen: set[tuple[int, int]] = set()
-    total = own = 0
-    for top in dirs:
-        for dirpath, _dirs, files in os.walk(top):
-            for name in files:
-                try:
-                    st = os.lstat(os.path.join(dirpath, name))
-                except OSError:
-                    continue
-                if (st.st_dev, st.st_ino) in seen:
-                    continue
-                seen.add((st.st_dev, st.st_ino))
-                total += st.st_blocks * 512
-                own += st.st_blocks * 512 if st.st_nlink == 1 else 0
-    return total, own
-
-
 def context(args: argparse.Namespace, cache_dir: Path) -> EvalContext:
     ctx = EvalContext.create(
         cache_dir=cache_dir,
@@ -321,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
                 "tasks": users[b["env_key"]],
             }
     env_dirs = sorted({Path(b["env_dir"]) for b in built.values() if b.get("env_dir")})
-    all_bytes, all_own = union_sizes(env_dirs)
+    all_bytes, all_own = dir_sizes(*env_dirs)  # each inode once over all
     sizes = [e["size_bytes"] for e in envs.values()]
     owns = [e["own_bytes"] for e in envs.values()]
     ok_builds = [r["build_seconds"] for r in rows if not r["build_error"]]

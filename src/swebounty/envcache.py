@@ -123,24 +123,25 @@ def dir_size(path: Path) -> int:
     return dir_sizes(path)[0]
 
 
-def dir_sizes(path: Path) -> tuple[int, int]:
-    """(bytes under `path`, bytes held by `path` alone). uv hard-links installed files from its
-    cache, so the second (files with no other link: bytecode, metadata, scripts) is what the
-    environment adds to the disk while uv's cache is kept."""
+def dir_sizes(*paths: Path) -> tuple[int, int]:
+    """(bytes under `paths`, bytes held by them alone), each inode once. uv hard-links
+    installed files from its cache, so the second (files with no other link: bytecode,
+    metadata, scripts) is what environments add to the disk while uv's cache is kept."""
     seen: set[tuple[int, int]] = set()
     total = own = 0
-    for dirpath, _dirs, files in os.walk(path):
-        for name in files:
-            try:
-                st = os.lstat(os.path.join(dirpath, name))
-            except OSError:
-                continue
-            key = (st.st_dev, st.st_ino)
-            if key in seen:
-                continue
-            seen.add(key)
-            total += st.st_blocks * 512
-            own += st.st_blocks * 512 if st.st_nlink == 1 else 0
+    for path in paths:
+        for dirpath, _dirs, files in os.walk(path):
+            for name in files:
+                try:
+                    st = os.lstat(os.path.join(dirpath, name))
+                except OSError:
+                    continue
+                key = (st.st_dev, st.st_ino)
+                if key in seen:
+                    continue
+                seen.add(key)
+                total += st.st_blocks * 512
+                own += st.st_blocks * 512 if st.st_nlink == 1 else 0
     return total, own
 
 
