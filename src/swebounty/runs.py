@@ -332,6 +332,7 @@ def evaluate_run(
             verdict = evaluate_one(task, sub, ctx, log_dir)
         except Exception as exc:  # the run goes on; the verdict says what broke
             log.exception("%s: evaluation crashed", task.instance_id)
+            # Built by hand, not by grading.grade: the crash may have come from grade itself.
             verdict = Verdict(
                 instance_id=task.instance_id,
                 attempt=sub.attempt,
