@@ -309,6 +309,8 @@ OUTCOMES = {
     "tests/t.py::TestK::test_sql[a::b c]": TestOutcome("passed"),
     "tests/t.py::TestK::test_stdin[/ws/tests/mod.py-mod-/ws/tests/mod.py]": TestOutcome("passed"),
     "tests/t.py::test_glob[/ws/*.py]": TestOutcome("passed"),
+    "tests/t.py::test_u[1234-12340]": TestOutcome("passed"),
+    "tests/t.py::test_u[1234-12341]": TestOutcome("failed", "no"),
 }
 
 
@@ -341,6 +343,11 @@ OUTCOMES = {
         ("test_stdin[/mod.py]", "passed"),
         ("tests/t.py::TestK::test_stdin[/other.py]", "missing"),
         ("tests/t.py::test_glob[/*.py]", "missing"),  # a glob is left as it is
+        # a duplicated id numbered by pytest 8 (`_0`) for one numbered by an older pytest
+        ("tests/t.py::test_u[1234-1234_0]", "passed"),
+        ("tests/t.py::test_u[1234-1234_1]", "failed"),
+        ("tests/t.py::test_u[1234-1234_2]", "missing"),
+        ("[100%]", "passed"),  # not a test: SWE-bench's parser read pytest's progress column
         ("tests/t.py::test_p[a b", "missing"),  # a prefix that is not cut at a space
         ("tests/t.py::test_", "missing"),
         ("tests/u.py::test_a", "missing"),

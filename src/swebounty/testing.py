@@ -261,7 +261,11 @@ def match_results(
     6. unittest style (`test_m (pkg.module.Class)`, also `(pkg.module.Class.test_m)`);
     7. parameters that are an absolute path, shortened to `/basename` as SWE-bench's parser of
        pylint's and requests' logs leaves them (`test_stdin[/mymodule.py]` for
-       `test_stdin[/testbed/tests/mymodule.py-mymodule-/testbed/tests/mymodule.py]`).
+       `test_stdin[/testbed/tests/mymodule.py-mymodule-/testbed/tests/mymodule.py]`);
+    8. a duplicated parameter id numbered as pytest 8 numbers it (`test_u[1234-1234_0]`) for
+       one numbered by an older pytest (`test_u[1234-12340]`).
+    An id that cannot name a test (`[100%]`: pytest's progress column, read as a name by
+    SWE-bench's log parser) is not graded: it is reported as passed, with a message saying so.
     When one id matches several nodes, all must pass: the worst status stands for them and the
     message names the nodes that did not pass. An id whose file failed to import is "error".
     """
@@ -276,6 +280,9 @@ def match_results(
     for test_id in expected:
         if test_id in outcomes:
             results[test_id] = outcomes[test_id]
+            continue
+        if test_id.startswith("["):
+            results[test_id] = TestOutcome("passed", "not a test id (a log parser's artifact)")
             continue
         keys = _matching_keys(test_id, by_function.get(_function_of(test_id), []))
         if keys:
@@ -303,7 +310,8 @@ def _matching_keys(test_id: str, nodes: list[_Node]) -> list[str]:
         nodes = [n for n in nodes if _same_file(file, n.file)]
     else:
         rest = test_id
-    for rule in (_same_rest, _continues_after_space, _parametrized_of, _path_param_shortened):
+    rules = (_same_rest, _continues_after_space, _parametrized_of, _path_param_shortened)
+    for rule in (*rules, _pytest8_duplicate):
         keys = [n.key for n in nodes if rule(rest, n, has_file)]
         if keys:
             return keys
@@ -341,6 +349,13 @@ def _path_param_shortened(rest: str, node: _Node, has_file: bool) -> bool:
     if not params.startswith("/") or params.startswith("//") or "*" in params:
         return False
     return rest == f"{head}[/{params.rsplit('/', 1)[-1]}]"
+
+
+def _pytest8_duplicate(rest: str, node: _Node, has_file: bool) -> bool:
+    """pytest 8 separates the index it appends to a duplicated id ending in a digit with `_`."""
+    found = re.fullmatch(r"(.*\[.*\d)_(\d+)\]", rest)
+    full = node.rest if has_file else node.name
+    return found is not None and full == f"{found.group(1)}{found.group(2)}]"
 
 
 def _unittest_keys(method: str, dotted: str, nodes: list[_Node]) -> list[str]:
