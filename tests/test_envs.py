@@ -406,12 +406,21 @@ def test_tasks_of_one_month_share_an_environment_unless_they_need_that_month(
     )
     envs = []
     for i, when in enumerate(MAY_2021):
-        ws = _requirements_only(tmp_path / f"ws{i}", "six")
+        # python-dateutil 2.8.1 (2019) needs six, which had a release on May 5th: a package
+        # the project did not ask for by name, so the month's release is not needed.
+        ws = _requirements_only(tmp_path / f"ws{i}", "python-dateutil")
         envs.append(manager.ensure(manager.spec_for(plain, ws, when), ws))
     assert envs[0].key == envs[1].key  # two commit dates, one lock, one environment
     assert "six==1.15.0" in envs[0].lock.split()
     log = (envs[0].path.parent / "build.log").read_text()
     assert "--exclude-newer 2021-05-01T00:00:00Z" in log
+
+    # A package the project asks for by name, released in the month: the exact cutoff
+    # (packages released together are written against each other).
+    ws = _requirements_only(tmp_path / "ws-direct", "six")
+    direct = manager.ensure(manager.spec_for(plain, ws, MAY_2021[1]), ws)
+    assert "six==1.16.0" in direct.lock.split()
+    assert any("exact cutoff: six 1.16.0 released since May 01" in w for w in direct.why)
 
     # A commit that needs a release of its own month resolves at its exact cutoff.
     ws = _requirements_only(tmp_path / "ws-new", "six>=1.16")

@@ -379,3 +379,48 @@ def test_a_step_that_runs_out_of_time_is_a_timeout_not_a_network_failure(tmp_pat
         run_logged("resolve dependencies", ["sleep", "5"], tmp_path / "log", timeout=0.2)
     assert info.value.kind == "timeout"
     assert info.value.describe() == "resolve dependencies ran out of time"
+
+
+WHEEL_UV = """#!{python}
+import sys
+args = sys.argv[1:]
+text = open(next(a for a in args if a.endswith(".in"))).read()
+python = args[args.index("--python") + 1]
+if python == {newest!r}:
+    for name in ("smallpkg", "bigpkg"):
+        if name in text:
+            sys.stderr.write(f"  Because {{name}}==1.0 has no usable wheels, ...\\n")
+            sys.exit(1)
+sys.exit(0)
+"""
+
+
+def test_a_small_sdist_is_built_rather_than_moving_to_an_older_python(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """markupsafe 1.1.1 had no wheels for Python 3.9 yet; moving sphinx 3.5 to 3.8 for it
+    skipped the tests that need 3.9. A big one (numpy) still moves the build."""
+    from swebounty.envs.resolve import wheels_only_older
+    from swebounty.envs.steps import Uv
+
+    found = discover()
+    if len(found) < 2:
+        pytest.skip("needs two Python interpreters")
+    newest, older = found[0], found[1]
+    script = tmp_path / "uv"
+    script.write_text(WHEEL_UV.format(python=sys.executable, newest=str(newest.executable)))
+    script.chmod(0o755)
+    sizes = {"smallpkg": 19_151, "bigpkg": 7_315_971}
+
+    def fake_get(url: str, **kwargs: Any) -> httpx.Response:
+        name = url.rstrip("/").rsplit("/", 1)[-1]
+        files = [{"filename": f"{name}-1.0.tar.gz", "size": sizes[name]}]
+        return httpx.Response(200, json={"files": files}, request=httpx.Request("GET", url))
+
+    monkeypatch.setattr(httpx, "get", fake_get)
+    uvr = Uv(script, tmp_path / "log")
+    cutoff = datetime(2020, 12, 1, tzinfo=UTC)
+    lock = "smallpkg==1.0\nsix==1.15.0\n"
+    assert wheels_only_older(uvr, newest, [older], lock, cutoff, tmp_path) == []
+    lock = "bigpkg==1.0\nsmallpkg==1.0\n"
+    assert wheels_only_older(uvr, newest, [older], lock, cutoff, tmp_path) == ["bigpkg"]

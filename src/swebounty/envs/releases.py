@@ -52,6 +52,33 @@ def release_uploads(
     return sorted(first.items(), key=lambda item: item[1])
 
 
+def sdist_size(name: str, version: str, index: str = "https://pypi.org/simple") -> int | None:
+    """Bytes of the source distribution of `name` `version` on the index; None if unknown."""
+    import httpx
+
+    url = f"{index.rstrip('/')}/{canonicalize_name(name)}/"
+    try:
+        resp = httpx.get(
+            url,
+            headers={"Accept": "application/vnd.pypi.simple.v1+json"},
+            timeout=30,
+            follow_redirects=True,
+        )
+        resp.raise_for_status()
+        files = resp.json().get("files", [])
+    except (httpx.HTTPError, ValueError) as exc:
+        log.warning("could not read the index page of %s: %s", name, exc)
+        return None
+    for f in files:
+        filename = f.get("filename", "")
+        if filename.endswith((".tar.gz", ".zip", ".tar.bz2")) and str(
+            _version_of(name, filename)
+        ) == str(Version(version)):
+            size = f.get("size")
+            return size if isinstance(size, int) else None
+    return None
+
+
 def newest_release_before(
     name: str, cutoff: datetime, index: str = "https://pypi.org/simple"
 ) -> str | None:

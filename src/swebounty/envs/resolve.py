@@ -26,15 +26,19 @@ from packaging.utils import canonicalize_name
 from swebounty.envs.failures import StepFailed
 from swebounty.envs.interpreters import Interpreter, first_release
 from swebounty.envs.models import BASE_PACKAGES, DepSet, ResolvedSpec
-from swebounty.envs.releases import first_release_after, newest_release_before
+from swebounty.envs.releases import first_release_after, newest_release_before, sdist_size
 from swebounty.envs.steps import Uv, no_wheels, pinned, strip_project, with_allowances
 
 # A resolution that keeps finding newly yanked or unreleased packages stops after this many
 # rounds of exceptions.
 MAX_ROUNDS = 5
-# How long after an interpreter's first release its tools count as of its time: bug-fix
-# releases supporting a new Python follow it within weeks.
-TOOLS_GRACE = timedelta(days=90)
+# How long after an interpreter's first release its tools count as of its time: its first year,
+# once the tools had caught up with it. Not sooner: setuptools 34-35 (early 2017) imported a
+# top-level `six`, and a 2012 project's vendored six, registered as `six.moves`, broke them.
+TOOLS_GRACE = timedelta(days=365)
+# Packages whose source distribution is at most this big are built from source rather than
+# sending the build to an older interpreter that has wheels for them (numpy's is ~5-20 MB).
+SMALL_SDIST = 1 << 20
 
 
 class Resolution(NamedTuple):
@@ -112,6 +116,12 @@ def resolve_lock(
                     if exc.kind in ("resolve", "yanked", "other"):
                         break  # a later cutoff or the next, smaller plan may resolve
                     raise
+                if cutoff is not None and cutoff != spec.cutoff:
+                    exact = month_releases(uvr, interp, req, spec, out, allow, tools, tmp)
+                    if exact is not None:
+                        out, newer = exact
+                        cutoff = spec.cutoff
+                        notes.append(f"exact cutoff: {newer} released since {cutoffs[0]:%b %d}")
                 label = plan.label + "".join(f" + {n}" for n in notes)
                 if tools_cutoff is not None:
                     label += f" + tools as of Python {interp.minor_str} ({tools_cutoff.date()})"
@@ -121,6 +131,57 @@ def resolve_lock(
                 return Resolution(lock, label, cutoff, index)
     assert last is not None
     raise last
+
+
+def month_releases(
+    uvr: Uv,
+    interp: Interpreter,
+    req: Path,
+    spec: ResolvedSpec,
+    shared_out: str,
+    allow: dict[str, datetime],
+    tools: tuple[dict[str, datetime], list[str], datetime | None],
+    tmp: Path,
+) -> tuple[str, str] | None:
+    """(the lock at the exact cutoff, the packages that differ) when a *direct* dependency of
+    the project or its tests has a newer release at the exact cutoff than at the shared one;
+    None when sharing loses nothing the project asked for by name.
+
+    Packages released together are written against each other: sphinx of late May 2021 needs
+    sphinxcontrib-serializinghtml 1.1.5 of May 23; the shared cutoff (May 1st) gave 1.1.4,
+    which imports what that sphinx removed, and 10 tests erred."""
+    try:
+        exact = uvr.compile(
+            interp.executable,
+            req,
+            spec.cutoff,
+            cwd=tmp,
+            allow=allow,
+            tools_cutoff=tools[2],
+            constraints=tools[1],
+            annotate=True,
+        )
+    except StepFailed:
+        return None  # the shared lock stands
+    before = dict(pin.split("==", 1) for pin in shared_out.split() if "==" in pin)
+    project = canonicalize_name(spec.project_name) if spec.project_name else None
+    newer: list[str] = []
+    plain: list[str] = []
+    for line in exact.splitlines():
+        pin, _, via = line.partition("# via ")
+        pin = pin.strip()
+        plain.append(pin)
+        if "==" not in pin:
+            continue
+        name, version = pin.split("==", 1)
+        asked = [v.strip() for v in via.split(",")]
+        direct = any(v.startswith("-r ") or canonicalize_name(v) == project for v in asked)
+        ours = canonicalize_name(name) in BASE_PACKAGES  # the harness's tools, not the project's
+        if direct and not ours and before.get(name) != version:
+            newer.append(f"{name} {version}")
+    if not newer:
+        return None
+    return "\n".join(plain) + "\n", ", ".join(newer)
 
 
 def tools_for(
@@ -215,4 +276,17 @@ def wheels_only_older(
         return []
     pins = [p for p in lock.splitlines() if canonicalize_name(p.split("==")[0]) in missing]
     older_missing = no_wheels(uvr, older[0].executable, pins, cutoff, tmp, allow)
-    return sorted(set(missing) - set(older_missing))
+    only_older = sorted(set(missing) - set(older_missing))
+    if uvr.offline:
+        return only_older
+    # A small source distribution builds in seconds (markupsafe 1.1.1 had no wheels for 3.9
+    # yet; moving sphinx 3.5 to 3.8 for it skipped its 3.9-only tests): it is built here,
+    # and if it does fail, the build failure moves to the next interpreter anyway.
+    versions = {
+        str(canonicalize_name(p.split("==")[0])): p.split("==")[1] for p in pins if "==" in p
+    }
+    return [
+        name
+        for name in only_older
+        if (size := sdist_size(name, versions.get(name, "0"))) is None or size > SMALL_SDIST
+    ]

@@ -104,18 +104,14 @@ class Uv:
         allow: dict[str, datetime] | None = None,
         tools_cutoff: datetime | None = None,
         constraints: list[str] | None = None,
+        annotate: bool = False,
     ) -> str:
         """Resolve `requirements` at `cutoff`; packages in `allow` up to their own date. The
-        build tools are kept to those of `tools_cutoff` (default: the cutoff)."""
-        args = [
-            "pip",
-            "compile",
-            "--quiet",
-            "--no-header",
-            "--no-annotate",
-            "--python",
-            str(python),
-        ]
+        build tools are kept to those of `tools_cutoff` (default: the cutoff). With
+        `annotate`, each pin ends with `# via ...` (what asked for it)."""
+        args = ["pip", "compile", "--quiet", "--no-header"]
+        args += ["--annotation-style", "line"] if annotate else ["--no-annotate"]
+        args += ["--python", str(python)]
         args += _cutoff_args(cutoff, allow)
         keep = era_build_tools(tools_cutoff or cutoff, self.offline) + (constraints or [])
         if keep:
