@@ -140,3 +140,101 @@ def test_a_forked_child_leases_its_own_uid() -> None:
     os.close(read)
     os.waitpid(pid, 0)
     assert child != parent
+
+
+SLEEPER = """
+import sys, tempfile
+from pathlib import Path
+from swebounty.sandbox import Mount, Policy, get_sandbox
+sandbox = get_sandbox("bwrap", 0)
+print(getattr(sandbox, "uid", -1), flush=True)
+with tempfile.TemporaryDirectory() as tmp:
+    sandbox.prepare_workdir(Path(tmp))
+    sandbox.run(["/bin/sleep", "300"], workdir=Path(tmp), mounts=[], policy=Policy(timeout_s=300))
+"""
+
+
+def _descendants(pid: int) -> set[int]:
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                status = (entry / "status").read_text()
+            except OSError:
+                continue
+            ppid = next(line for line in status.splitlines() if line.startswith("PPid:"))
+            parents[int(entry.name)] = int(ppid.split()[1])
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {p for p, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_a_killed_harness_takes_its_sandbox_and_its_uid_with_it() -> None:
+    """A harness killed mid-run (a Ray worker, a SIGKILLed CLI) leaves no sandbox running: no
+    process outlives the timeout nobody enforces any more, nor keeps the uid busy."""
+    harness = subprocess.Popen([sys.executable, "-c", SLEEPER], stdout=subprocess.PIPE, text=True)
+    with harness.stdout:  # type: ignore[union-attr]
+        uid = int(harness.stdout.readline())  # type: ignore[union-attr]
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not any(
+            _cmdline(p).startswith("/bin/sleep") for p in _descendants(harness.pid)
+        ):
+            time.sleep(0.05)
+        sandbox = _descendants(harness.pid)
+        assert sandbox, "the sandbox never started"
+        harness.kill()
+        harness.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(p) for p in sandbox):
+        time.sleep(0.05)
+    assert not [p for p in sandbox if _alive(p)], "the sandbox outlived its harness"
+    if uid >= 0:  # root: no process keeps the uid busy (once the dead are reaped)
+        from swebounty.sandbox._lease import _uids_with_processes
+
+        while time.monotonic() < deadline and uid in _uids_with_processes():
+            time.sleep(0.05)
+        assert uid not in _uids_with_processes()
+
+
+def test_the_groups_of_a_dead_harness_are_emptied_and_removed() -> None:
+    """What raced the parent-death signal (a sandbox still starting when its harness died) is
+    found by its cgroup, named for the dead harness, and killed by the next harness."""
+    from swebounty.sandbox import _cgroups
+
+    mounts, own = _cgroups._mounts(), _cgroups._own_paths()
+    if os.geteuid() != 0 or "pids" not in mounts:
+        pytest.skip("needs root and a cgroup v1 pids hierarchy")
+    parent = mounts["pids"] / own.get("pids", "/").lstrip("/")
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    tag = f"h{_cgroups._pid_namespace()}.{int(dead.stdout)}"
+    group = parent / f"swebounty-{tag}-0123456789ab"
+    group.mkdir()
+    left = subprocess.Popen(["sleep", "300"])
+    try:
+        (group / "cgroup.procs").write_text(str(left.pid))
+        _cgroups.sweep_orphans(parent)
+        assert left.wait(timeout=10) == -9
+        assert not group.exists()
+    finally:
+        left.kill()
+        left.wait()
+        if group.exists():
+            group.rmdir()

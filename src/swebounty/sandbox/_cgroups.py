@@ -5,6 +5,11 @@ concurrent runs apart; a pids cgroup bounds one run's tree. A memory cgroup OOM-
 where RLIMIT_AS only bounds each process. The groups are made inside the harness's own group of
 each hierarchy, so any limit the machine puts on the harness still applies, and removed after
 the run. Without root or without v1 hierarchies this is a no-op (rlimits remain).
+
+A group's name carries its harness's pid (and pid namespace): a harness killed mid-run (a Ray
+worker) cannot remove its groups, so the next harness to run a sandbox there kills what is
+left in them and removes them (the launcher's parent-death signal already ends such a tree;
+this catches one that raced it while starting).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import contextlib
 import functools
 import logging
 import os
+import re
 import signal
 import time
 import uuid
@@ -93,7 +99,45 @@ def sweep_stale(parent: Path, pattern: str, min_age_s: float = _STALE_AGE_S) -> 
 
 
 @functools.cache
+def _pid_namespace() -> int:
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return 0
+
+
+def _harness_tag() -> str:
+    return f"h{_pid_namespace()}.{os.getpid()}"
+
+
+_OWNED = re.compile(rf"{_PREFIX}h(\d+)\.(\d+)-[0-9a-f]{{12}}")
+
+
+def sweep_orphans(parent: Path) -> None:
+    """Kill what is left in, and remove, the groups in `parent` whose harness has died."""
+    for path in parent.glob(f"{_PREFIX}h*"):
+        found = _OWNED.fullmatch(path.name)
+        if found is None or int(found[1]) != _pid_namespace() or _alive(int(found[2])):
+            continue  # not ours to judge (another pid namespace), or its harness still runs
+        orphan = RunCgroups.of([path])
+        if orphan.pids():
+            log.warning("killing a sandbox left running by dead harness %s", found[2])
+        orphan.remove()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@functools.cache
 def _swept(parent: Path) -> bool:
+    sweep_orphans(parent)
     sweep_stale(parent, f"{_PREFIX}*")
     return True
 
@@ -111,7 +155,7 @@ class RunCgroups:
         if os.geteuid() != 0:
             return
         own = _own_paths()
-        name = f"{_PREFIX}{uuid.uuid4().hex[:12]}"
+        name = f"{_PREFIX}{_harness_tag()}-{uuid.uuid4().hex[:12]}"
         settings = _settings(memory_bytes, max_procs)
         for controller, mount_point in _mounts().items():
             parent = mount_point / own.get(controller, "/").lstrip("/")
@@ -131,6 +175,13 @@ class RunCgroups:
                     (group / filename).write_text(value)
                 except OSError as e:
                     log.debug("cannot set %s/%s (%s)", group, filename, e)
+
+    @classmethod
+    def of(cls, dirs: list[Path]) -> RunCgroups:
+        """The existing groups `dirs` (to empty and remove them)."""
+        groups = cls.__new__(cls)
+        groups.dirs, groups.required = list(dirs), [True] * len(dirs)
+        return groups
 
     @property
     def join_spec(self) -> list[tuple[str, bool]]:

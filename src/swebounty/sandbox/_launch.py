@@ -13,7 +13,11 @@ In order, and each step only when the spec asks for it:
    the writes of ephemeral mounts (bwrap overlays them on the host paths);
 3. set the rlimits (NPROC is only enforced once the real uid is not 0);
 4. drop to the sandbox uid/gid with no supplementary groups;
-5. exec the command (bwrap, or the command itself for the unsafe backend).
+5. ask for SIGKILL when the harness process dies (PR_SET_PDEATHSIG; after step 4, which clears
+   it): a killed harness (a Ray worker killed mid-task, a SIGKILLed CLI) takes the sandbox with
+   it through bwrap's --die-with-parent, instead of leaving a tree that no timeout bounds any
+   more and that keeps its uid busy;
+6. exec the command (bwrap, or the command itself for the unsafe backend).
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ MS_NODEV = 0x4
 MS_BIND = 0x1000
 MS_REC = 0x4000
 MS_PRIVATE = 0x40000
+PR_SET_PDEATHSIG = 1
+SIGKILL = 9
 
 RLIMITS = {
     "CPU": resource.RLIMIT_CPU,
@@ -102,6 +108,15 @@ def _stage(stage_dir: str, binds: list[list[str]], overlay: dict[str, object] | 
                 os.chown(path, uid, gid)
 
 
+def _die_with_harness(harness_pid: int) -> None:
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    _libc_call(libc, "prctl", PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0)
+    if os.getppid() != harness_pid:  # it died before the signal was asked for
+        os._exit(125)
+
+
 def main() -> None:
     global _status_fd
     spec = json.loads(sys.argv[1])
@@ -133,6 +148,11 @@ def main() -> None:
             os.setresuid(spec["uid"], spec["uid"], spec["uid"])
         except OSError as e:
             _fail("dropping privileges", e)
+    if spec.get("harness_pid"):
+        try:
+            _die_with_harness(spec["harness_pid"])
+        except OSError as e:
+            _fail("asking to die with the harness", e)
     cwd = spec.get("cwd")
     try:
         if cwd:

@@ -182,6 +182,7 @@ def run_launch(launch: Launch, policy: Policy) -> RunResult:
         "cgroups": cgroups.join_spec,
         "rlimits": rlimits(policy),
         "status_fd": status_w,
+        "harness_pid": os.getpid(),  # the launcher dies with it (PR_SET_PDEATHSIG)
     }
     start = time.monotonic()
     stdin_fd = stdin_pipe(launch.stdin) if launch.stdin else None
