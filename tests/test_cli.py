@@ -28,6 +28,8 @@ HEAVY = (
     "swebounty.runs",
     "swebounty.envs",
     "swebounty.collect.github",
+    "swebounty.executors",
+    "ray",
 )
 
 

@@ -5,9 +5,10 @@ attempt number, the agent, the options) plus the evaluation context: the agent g
 public part and, when it works on code, a fresh session (workspace, environment, sandbox).
 `verdict_for` turns a stored attempt into a verdict with the existing harness: a submitted patch
 is evaluated in a *new* workspace, never the agent's. `run_agent` drives a whole run through a
-thread pool; every attempt and verdict is committed the moment it exists, so a killed run
-resumes where it stopped: attempts with a verdict are skipped, stored attempts without one are
-only evaluated, and attempts that failed for infrastructure reasons run again.
+thread pool (or an `AgentExecutor`: executors/ makes each attempt a Ray task); every attempt
+and verdict is committed the moment it exists, so a killed run resumes where it stopped:
+attempts with a verdict are skipped, stored attempts without one are only evaluated, and
+attempts that failed for infrastructure reasons run again.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Protocol
 
 from swebounty.agents import AGENTS, Agent, AgentResult, PublicTask
 from swebounty.agents.prices import Price, cost_usd
@@ -103,6 +105,8 @@ def verdict_for(task: Task, attempt: Attempt, ctx: EvalContext, log_dir: Path) -
         "attempt": attempt.attempt,
         "model_name_or_path": attempt.model or attempt.agent,
         "log_dir": str(log_dir),
+        "executor": ctx.executor,
+        "node": ctx.node,
     }
     if attempt.status == "submitted":
         return evaluate_one(task, attempt.submission(), ctx, log_dir)
@@ -131,6 +135,22 @@ def write_attempt_logs(log_dir: Path, attempt: Attempt) -> None:
 AttemptFn = Callable[[Attempt, Verdict], None]
 
 
+class AgentExecutor(Protocol):
+    """Makes and grades attempts elsewhere than this process's thread pool (executors/); the
+    attempts and verdicts come back here, and this process alone writes the store."""
+
+    def run_agent(
+        self,
+        run_id: str,
+        todo: list[tuple[Task, int]],
+        agent: Agent,
+        ctx: EvalContext,
+        store: Store,
+        opts: AttemptOptions,
+        on_attempt: AttemptFn | None,
+    ) -> list[tuple[Attempt, Verdict]]: ...
+
+
 def run_agent(
     run_id: str,
     tasks: Sequence[Task],
@@ -143,6 +163,7 @@ def run_agent(
     force: bool = False,
     opts: AttemptOptions | None = None,
     on_attempt: AttemptFn | None = None,
+    executor: AgentExecutor | None = None,
 ) -> list[tuple[Attempt, Verdict]]:
     """Make and grade `attempts` attempts per task, skipping what the run already has."""
     opts = opts or AttemptOptions()
@@ -151,6 +172,8 @@ def run_agent(
         store.delete_attempts(run_id, [(t.instance_id, n) for t, n in keys])
     graded = {(v.instance_id, v.attempt) for v in store.verdicts(run_id) if v.status != "error"}
     todo = [(t, n) for t, n in keys if (t.instance_id, n) not in graded]
+    if executor is not None:
+        return executor.run_agent(run_id, todo, agent, ctx, store, opts, on_attempt)
 
     def job(task: Task, number: int) -> tuple[Attempt, Verdict]:
         log_dir = log_dir_for(ctx.runs_dir, run_id, task.instance_id, number)
@@ -170,6 +193,8 @@ def run_agent(
                 status="error",
                 reason=f"harness error: {type(exc).__name__}: {exc}",
                 log_dir=str(log_dir),
+                executor=ctx.executor,
+                node=ctx.node,
             )
         store.save_verdict(run_id, verdict)
         return attempt, verdict

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from swebounty import home
 from swebounty.runs import EvalContext, ProgressFn, evaluate_run
@@ -31,6 +31,10 @@ from swebounty.tasks import (
     load_predictions,
     load_tasks,
 )
+
+if TYPE_CHECKING:
+    from swebounty.executors import ExecutorConfig
+    from swebounty.executors.remote import RemoteExecutor
 
 DEMO = "demo"
 UNKNOWN_TASK = "no task with this instance_id in the dataset"
@@ -116,6 +120,7 @@ class Evaluation:
     unknown_ids: list[str] = field(default_factory=list)
     # Every task of the dataset (`tasks` may be a chosen few): report.json covers the run.
     dataset_tasks: list[Task] = field(default_factory=list)
+    executor: RemoteExecutor | None = None  # None: this process's thread pool
 
     def pending(self, *, force: bool = False, retry_errors: bool = True) -> int:
         """How many attempts a `run` with these options would evaluate."""
@@ -143,6 +148,7 @@ class Evaluation:
             force=force,
             retry_errors=retry_errors,
             on_verdict=on_verdict,
+            executor=self.executor,
         )
 
     def verdicts(self) -> list[Verdict]:
@@ -170,6 +176,8 @@ class Evaluation:
         return report
 
     def close(self) -> None:
+        if self.executor is not None:
+            self.executor.close()
         self.ctx.close()
         self.store.close()
 
@@ -232,14 +240,18 @@ def open_evaluation(
     unsafe: bool = False,
     python_dirs: Sequence[Path] = (),
     keep_test_infra: bool = False,
+    executor: ExecutorConfig | str = "local",
 ) -> Evaluation:
     """Check every input, load the dataset and submissions, open the run in the store.
 
     `keep_test_infra` grades with the submission's test infrastructure (conftest.py, pytest
-    configuration, plugins) instead of the base commit's; it stays flagged.
+    configuration, plugins) instead of the base commit's; it stays flagged. `executor`:
+    "local" (a thread pool of `workers`), "ray" (a local Ray cluster of `workers` processes) or
+    an ExecutorConfig (an existing cluster's address, each task's CPUs and memory).
     """
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise EvalInputError(f"workers must be 1 or more, not {workers!r}")
+    config = _executor_config(executor)
     if timeout_s <= 0:
         raise EvalInputError(f"the timeout must be positive, not {timeout_s}")
     if run_id is not None:
@@ -305,6 +317,7 @@ def open_evaluation(
         )
     except RuntimeError as exc:
         raise EvalInputError(str(exc)) from exc
+    remote = _open_executor(config, ctx, workers)
     store = Store.open(ctx.runs_dir / "runs.sqlite")
     store.ensure_run(
         run_id,
@@ -314,6 +327,7 @@ def open_evaluation(
             "repos_dir": str(ctx.repos_dir or ""),
             "timeout": timeout_s,
             "keep_test_infra": keep_test_infra,
+            "executor": config.model_dump(exclude_defaults=True) | {"kind": config.kind},
         },
         sandbox=ctx.sandbox.name,
         unsafe=unsafe,
@@ -332,7 +346,36 @@ def open_evaluation(
         workers=workers,
         unknown_ids=sorted(set(unknown_ids)),
         dataset_tasks=dataset_tasks,
+        executor=remote,
     )
+
+
+def _executor_config(executor: ExecutorConfig | str) -> ExecutorConfig:
+    from swebounty.executors import EXECUTORS, ExecutorConfig
+
+    if isinstance(executor, ExecutorConfig):
+        config = executor
+    elif executor in EXECUTORS:
+        config = ExecutorConfig(kind=executor)
+    else:
+        raise EvalInputError(f"executor {executor!r}: choose {' or '.join(EXECUTORS)}")
+    problem = config.problem()
+    if problem:
+        raise EvalInputError(problem)
+    return config
+
+
+def _open_executor(config: ExecutorConfig, ctx: EvalContext, workers: int) -> RemoteExecutor | None:
+    """The cluster of a Ray run (its start-up takes seconds); the context is closed if not."""
+    if not config.remote:
+        return None
+    from swebounty.executors import ExecutorError, open_executor
+
+    try:
+        return open_executor(config, ctx, workers=workers)
+    except (ExecutorError, ImportError) as exc:
+        ctx.close()
+        raise EvalInputError(str(exc)) from exc
 
 
 def evaluate(
@@ -353,6 +396,7 @@ def evaluate(
     timeout_s: float = 1800.0,
     unsafe: bool = False,
     python_dirs: Sequence[Path] = (),
+    executor: ExecutorConfig | str = "local",
 ) -> list[Verdict]:
     """Evaluate `submissions` on `dataset` and return the run's verdicts for its tasks.
 
@@ -361,7 +405,8 @@ def evaluate(
     `Submission` objects. Resumable like the CLI: a finished attempt is not redone (an `error`
     is, unless `retry_errors=False`; `force=True` redoes all). Runs and caches live under
     `home_dir` ($SWEBOUNTY_HOME) unless `runs_dir` / `cache_dir` say otherwise. Writes the
-    run's report.json. Raises EvalInputError for an input that cannot work.
+    run's report.json. Raises EvalInputError for an input that cannot work. `executor="ray"`
+    runs it on a local Ray cluster (an `ExecutorConfig` names an existing one).
     """
     with open_evaluation(
         dataset,
@@ -377,6 +422,7 @@ def evaluate(
         timeout_s=timeout_s,
         unsafe=unsafe,
         python_dirs=python_dirs,
+        executor=executor,
     ) as ev:
         try:
             ev.run(force=force, retry_errors=retry_errors, on_verdict=on_verdict)

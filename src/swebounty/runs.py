@@ -1,8 +1,9 @@
 """Evaluate submissions: one attempt = fresh workspace → environment → patch → sandboxed tests → verdict.
 
 `run_tests` is the shared step (also used by task validation); `evaluate_one` grades one
-submission; `evaluate_run` drives a whole Run through a local thread pool, committing every
-verdict to the store the moment it exists so a killed run resumes with nothing lost. An
+submission; `evaluate_run` drives a whole Run through a local thread pool (or hands the attempts
+to an `Executor`: executors/ runs them on a Ray cluster), committing every verdict to the store
+the moment it exists so a killed run resumes with nothing lost. An
 interrupted run (Ctrl-C) cancels what is queued, ends the sandboxes that are running and
 saves nothing half-done; resuming re-evaluates `error` verdicts (the earlier one stays in the
 store's history).
@@ -15,6 +16,7 @@ import logging
 import os
 import queue
 import shutil
+import socket
 import tempfile
 import threading
 import time
@@ -25,6 +27,7 @@ from concurrent.futures import wait as wait_futures
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from swebounty.envs import EnvManager
 from swebounty.grading import HACK_FLAGS, grade
@@ -36,7 +39,15 @@ from swebounty.store import Store
 from swebounty.tasks import RecordError, Submission, Task, Verdict
 from swebounty.testrun import BaseRun, build_task_env, run_tests
 
-__all__ = ["EvalContext", "build_task_env", "evaluate_one", "evaluate_run", "run_tests"]
+__all__ = [
+    "EvalContext",
+    "Executor",
+    "build_task_env",
+    "evaluate_one",
+    "evaluate_run",
+    "evaluate_safely",
+    "run_tests",
+]
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +70,10 @@ class EvalContext:
     base_runs: dict[str, BaseRun] = field(default_factory=dict, repr=False)
     # Set when the run is interrupted: no new sandbox starts, and nothing is saved after it.
     cancelled: threading.Event = field(default_factory=threading.Event, repr=False)
+    # What each verdict records as its producer: this process's pool on this host, or a Ray
+    # worker on a cluster node (executors/worker.py sets both).
+    executor: str = "local"
+    node: str = field(default_factory=socket.gethostname)
     _pool: queue.SimpleQueue[Sandbox] = field(default_factory=queue.SimpleQueue, repr=False)
 
     @contextmanager
@@ -96,11 +111,13 @@ class EvalContext:
         offline: bool = False,
         keep_test_infra: bool = False,
         memory_bytes: int | None = None,
+        work_label: str = "",
     ) -> EvalContext:
-        """`memory_bytes` per worker defaults to a share of the machine (memory_share)."""
+        """`memory_bytes` per worker defaults to a share of the machine (memory_share);
+        `work_label` goes in the work directory's name (make_work_dir)."""
         cache_dir = cache_dir.expanduser().resolve()
         cache_dir.mkdir(parents=True, exist_ok=True)
-        work_dir = make_work_dir()
+        work_dir = make_work_dir(work_label)
         sandboxes: list[Sandbox] = (
             [_NoSandbox()]
             if sandbox == "none"
@@ -151,15 +168,16 @@ class RunCancelled(SandboxError):
     stop, so the test-running path reports it without a traceback; nothing of it is saved)."""
 
 
-def make_work_dir() -> Path:
-    """A fresh work directory of this user and this process, for workspaces.
+def make_work_dir(label: str = "") -> Path:
+    """A fresh work directory of this user and this process, for workspaces: under the temp
+    directory, named `swebounty-<uid>-<label><random>`.
 
     Never a fixed name in the shared temp directory: another user's (or another run's) folder
     of that name would be in the way, or could be planted there. mkdtemp creates it atomically,
     owned by us; 0711 lets a sandbox user reach its own workspace inside without listing the
     others (only the task's own paths are mounted into its sandbox anyway).
     """
-    work_dir = Path(tempfile.mkdtemp(prefix=f"swebounty-{os.getuid()}-"))
+    work_dir = Path(tempfile.mkdtemp(prefix=f"swebounty-{os.getuid()}-{label}"))
     os.chmod(work_dir, 0o711)
     return work_dir
 
@@ -221,6 +239,7 @@ def evaluate_one(task: Task, submission: Submission, ctx: EvalContext, log_dir: 
     verdict.seconds = time.monotonic() - start
     verdict.log_dir = str(log_dir)
     verdict.sandbox = ctx.sandbox.name
+    verdict.executor, verdict.node = ctx.executor, ctx.node
     log_dir.mkdir(parents=True, exist_ok=True)
     (log_dir / "verdict.json").write_text(verdict.model_dump_json(indent=2), encoding="utf-8")
     # SWE-bench's per-instance report beside ours, for tools that read its evaluation logs.
@@ -229,7 +248,45 @@ def evaluate_one(task: Task, submission: Submission, ctx: EvalContext, log_dir: 
     return verdict
 
 
+def evaluate_safely(task: Task, submission: Submission, ctx: EvalContext, log_dir: Path) -> Verdict:
+    """`evaluate_one`, with a crash of the harness turned into an `error` verdict."""
+    try:
+        return evaluate_one(task, submission, ctx, log_dir)
+    except Exception as exc:  # the run goes on; the verdict says what broke
+        log.exception("%s: evaluation crashed", task.instance_id)
+        # Built by hand, not by grading.grade: the crash may have come from grade itself.
+        return Verdict(
+            instance_id=task.instance_id,
+            attempt=submission.attempt,
+            model_name_or_path=submission.model_name_or_path,
+            status="error",
+            empty_patch=submission.is_empty,
+            reason=f"harness error: {type(exc).__name__}: {exc}",
+            log_dir=str(log_dir),
+            executor=ctx.executor,
+            node=ctx.node,
+        )
+
+
 ProgressFn = Callable[[Verdict], None]
+
+
+class Executor(Protocol):
+    """Runs a run's pending attempts elsewhere than this process's thread pool (a Ray cluster:
+    executors/). It returns each verdict to this process, which alone writes the store."""
+
+    def evaluate(
+        self,
+        run_id: str,
+        todo: list[tuple[Task, Submission]],
+        redone: set[tuple[str, int]],
+        ctx: EvalContext,
+        store: Store,
+        on_verdict: ProgressFn | None,
+    ) -> list[Verdict]:
+        """Evaluate `todo`, save each verdict the moment it arrives (`redone`: the keys that
+        had a verdict before, whose logs are shelved first); return the verdicts."""
+        ...
 
 
 def pair_submissions(
@@ -263,6 +320,7 @@ def evaluate_run(
     force: bool = False,
     retry_errors: bool = True,
     on_verdict: ProgressFn | None = None,
+    executor: Executor | None = None,
 ) -> list[Verdict]:
     """Evaluate every pair of `run_id` without a final verdict, committing each at once.
 
@@ -290,27 +348,16 @@ def evaluate_run(
     statuses = store.statuses(run_id)
     redo = {None, "error"} if retry_errors else {None}
     todo = [(t, s) for t, s in pairs if statuses.get((t.instance_id, s.attempt)) in redo]
+    if executor is not None:
+        return executor.evaluate(run_id, todo, set(statuses), ctx, store, on_verdict)
 
     def job(task: Task, sub: Submission) -> Verdict | None:
         if ctx.cancelled.is_set():
             return None
         log_dir = log_dir_for(ctx.runs_dir, run_id, task.instance_id, sub.attempt)
         if (task.instance_id, sub.attempt) in statuses:
-            _shelve_logs(log_dir)
-        try:
-            verdict = evaluate_one(task, sub, ctx, log_dir)
-        except Exception as exc:  # the run goes on; the verdict says what broke
-            log.exception("%s: evaluation crashed", task.instance_id)
-            # Built by hand, not by grading.grade: the crash may have come from grade itself.
-            verdict = Verdict(
-                instance_id=task.instance_id,
-                attempt=sub.attempt,
-                model_name_or_path=sub.model_name_or_path,
-                status="error",
-                empty_patch=sub.is_empty,
-                reason=f"harness error: {type(exc).__name__}: {exc}",
-                log_dir=str(log_dir),
-            )
+            shelve_logs(log_dir)
+        verdict = evaluate_safely(task, sub, ctx, log_dir)
         if ctx.cancelled.is_set():
             return None  # cut short by the interruption: not an outcome; a re-run redoes it
         try:
@@ -356,7 +403,7 @@ def _cancel(
         log.warning("%d attempt(s) still finishing after the interruption", len(running))
 
 
-def _shelve_logs(log_dir: Path) -> None:
+def shelve_logs(log_dir: Path) -> None:
     """Move an attempt's earlier logs aside (to `<log_dir>.before-<n>`) before it is redone."""
     if not log_dir.exists():
         return

@@ -28,6 +28,12 @@ def run_report(
     report["sandbox"] = sandbox
     report["unsafe"] = unsafe
     report["record_errors"] = [e.model_dump() for e in record_errors]
+    # Where the verdicts were produced: {"ray": {"host/node": n}} (or "local": {"host": n}).
+    producers: dict[str, dict[str, int]] = {}
+    for v in verdicts:
+        nodes = producers.setdefault(v.executor or "unknown", {})
+        nodes[v.node or "unknown"] = nodes.get(v.node or "unknown", 0) + 1
+    report["executors"] = producers
     score = score_run(tasks, submissions, verdicts, run_id=run_id, provenance=provenance)
     if unknown_instance_ids:
         # Predictions for tasks the dataset lacks never reach the store's submissions, so

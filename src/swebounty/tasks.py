@@ -297,6 +297,8 @@ class Verdict(BaseModel):
     seconds: float = 0.0
     log_dir: str | None = None
     sandbox: str | None = None
+    executor: str | None = Field(None, description="what ran it: local (a thread pool) or ray")
+    node: str | None = Field(None, description="the host (and Ray node) that produced it")
     artifacts: list[str] = Field(
         default_factory=list,
         description="files kept from the run, relative to log_dir (e2e screenshots, traces)",

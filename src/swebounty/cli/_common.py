@@ -13,6 +13,7 @@ from rich.markup import escape
 if TYPE_CHECKING:
     from rich.progress import Progress
 
+    from swebounty.executors import ExecutorConfig
     from swebounty.tasks import RecordError, Task
 
 console = Console(stderr=True)  # progress, warnings and errors
@@ -35,6 +36,33 @@ RunsOpt = Annotated[
 CacheOpt = Annotated[
     Path | None,
     typer.Option(help="environments, mirrors, the demo repo [default: HOME/cache]"),
+]
+
+# Where attempts run (swebounty.executors): this process's workers, or a Ray cluster.
+ExecutorOpt = Annotated[
+    str,
+    typer.Option(
+        "--executor",
+        help="where attempts run: local (--workers threads here) or ray (a Ray cluster; "
+        "pip install 'swebounty[ray]')",
+    ),
+]
+AddressOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="ray: an existing cluster (host:port, auto, ray://host:10001) [default: start a "
+        "local one of --workers worker processes]",
+        show_default=False,
+    ),
+]
+TaskCpusOpt = Annotated[float, typer.Option(help="ray: CPUs each task declares")]
+TaskMemoryOpt = Annotated[
+    float | None,
+    typer.Option(
+        help="ray: GiB each task declares, also its sandbox's memory limit [default: this "
+        "machine's share per worker; 4 on an existing cluster]",
+        show_default=False,
+    ),
 ]
 
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="log everything (debug)")]
@@ -67,6 +95,33 @@ def setup_logging(verbose: bool = False, quiet: bool = False, level: str | None 
         handlers=[RichHandler(console=console, show_path=False)],
         force=True,
     )
+
+
+def executor_config(
+    executor: str, address: str | None, task_cpus: float, task_memory: float | None
+) -> ExecutorConfig:
+    """The executor the options ask for; exits with the problem when they cannot work."""
+    from pydantic import ValidationError
+
+    from swebounty.executors import EXECUTORS, ExecutorConfig
+
+    if executor not in EXECUTORS:
+        raise fail(f"--executor {executor!r}: choose {' or '.join(EXECUTORS)}")
+    try:
+        config = ExecutorConfig(
+            kind=executor,
+            address=address,
+            task_cpus=task_cpus,
+            task_memory_gb=task_memory,
+        )
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        option = str(first["loc"][0]).removesuffix("_gb").replace("_", "-")
+        raise fail(f"--{option}: {first['msg']}") from None
+    problem = config.problem()
+    if problem:
+        raise fail(problem)
+    return config
 
 
 def fail(message: str) -> typer.Exit:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -9,13 +10,18 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from swebounty.cli._common import (
+    AddressOpt,
     CacheOpt,
+    ExecutorOpt,
     HomeOpt,
     LogLevelOpt,
     QuietOpt,
     RunsOpt,
+    TaskCpusOpt,
+    TaskMemoryOpt,
     VerboseOpt,
     console,
+    executor_config,
     fail,
     progress,
     setup_logging,
@@ -213,6 +219,10 @@ def validate_cmd(
     ),
     workers: Annotated[int, typer.Option(help="candidates validated in parallel")] = 1,
     runs: Annotated[int, typer.Option(help="runs before and after the patch")] = 3,
+    executor: ExecutorOpt = "local",
+    address: AddressOpt = None,
+    task_cpus: TaskCpusOpt = 1.0,
+    task_memory: TaskMemoryOpt = None,
     home: HomeOpt = None,
     cache_dir: CacheOpt = None,
     runs_dir: RunsOpt = None,
@@ -236,10 +246,12 @@ def validate_cmd(
 ) -> None:
     """Run each candidate's tests before and after its reference patch; keep the valid ones."""
     from swebounty.collect.validate import validate
+    from swebounty.executors import ExecutorError, open_executor
     from swebounty.runs import EvalContext
     from swebounty.tasks import load_tasks
 
     setup_logging(verbose, quiet, log_level)
+    config = executor_config(executor, address, task_cpus, task_memory)
     if not candidates.exists():
         raise fail(f"{candidates} does not exist: run `swebounty collect` first")
     if workers < 1:
@@ -263,7 +275,15 @@ def validate_cmd(
         timeout_s=timeout,
         python_dirs=python_dir or (),
     )
-    with ctx, _progress(quiet) as bars:
+    try:
+        with console.status("connecting to Ray…") if config.remote else nullcontext():
+            remote = open_executor(config, ctx, workers=workers)
+    except (ExecutorError, ImportError) as exc:
+        ctx.close()
+        raise fail(str(exc)) from None
+    if remote is not None and not quiet:
+        console.print(f"[bold]ray[/]: {remote.describe()}", highlight=False)
+    with ctx, _progress(quiet) as bars, remote or nullcontext():
         bar = bars.add_task("validate", total=len(tasks), last="")
 
         def on_done(iid: str, outcome: str) -> None:
@@ -278,6 +298,7 @@ def validate_cmd(
             retry_errors=retry_errors,
             on_done=on_done,
             fresh=fresh,
+            executor=remote,
         )
         bars.update(bar, completed=len(tasks))
     console.print(

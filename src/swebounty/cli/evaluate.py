@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from swebounty.cli._common import (
+    AddressOpt,
     CacheOpt,
+    ExecutorOpt,
     HomeOpt,
     LogLevelOpt,
     QuietOpt,
     RunsOpt,
+    TaskCpusOpt,
+    TaskMemoryOpt,
     VerboseOpt,
     console,
+    executor_config,
     fail,
     out,
     progress,
@@ -77,6 +83,10 @@ def eval_cmd(
     repos_dir: Annotated[
         Path | None, typer.Option(help="folder of clones named owner__name or owner/name")
     ] = None,
+    executor: ExecutorOpt = "local",
+    address: AddressOpt = None,
+    task_cpus: TaskCpusOpt = 1.0,
+    task_memory: TaskMemoryOpt = None,
     home: HomeOpt = None,
     runs_dir: RunsOpt = None,
     cache_dir: CacheOpt = None,
@@ -119,31 +129,38 @@ def eval_cmd(
     if sum([gold, empty, bool(predictions)]) != 1:
         raise fail("say what to evaluate: exactly one of --gold, --empty, --predictions FILE")
     runs, cache = where(home, runs_dir, cache_dir)
+    config = executor_config(executor, address, task_cpus, task_memory)
     if unsafe:
         console.print(
             "[bold red on white] UNSAFE [/] tests run as plain processes with this user's rights:"
             " a submitted patch can read, write and reach anything you can. Use only on a"
             " throw-away machine without user namespaces."
         )
+    # A Ray cluster takes seconds to start or join: say what the wait is.
+    waiting = console.status("connecting to Ray…") if config.remote and not quiet else nullcontext()
     try:
-        ev = open_evaluation(
-            demos[0] if demos else str(dataset),
-            "gold" if gold else "empty" if empty else list(predictions or []),
-            run_id=run_id,
-            split=split,
-            instance_ids=instance_ids,
-            runs_dir=runs,
-            cache_dir=cache,
-            repos_dir=repos_dir,
-            workers=workers,
-            timeout_s=timeout,
-            unsafe=unsafe,
-            python_dirs=python_dir or [],
-            keep_test_infra=keep_test_infra,
-        )
+        with waiting:
+            ev = open_evaluation(
+                demos[0] if demos else str(dataset),
+                "gold" if gold else "empty" if empty else list(predictions or []),
+                run_id=run_id,
+                split=split,
+                instance_ids=instance_ids,
+                runs_dir=runs,
+                cache_dir=cache,
+                repos_dir=repos_dir,
+                workers=workers,
+                timeout_s=timeout,
+                unsafe=unsafe,
+                python_dirs=python_dir or [],
+                keep_test_infra=keep_test_infra,
+                executor=config,
+            )
     except EvalInputError as exc:
         raise fail(str(exc)) from None
     with ev:
+        if ev.executor is not None and not quiet:
+            console.print(f"[bold]ray[/]: {ev.executor.describe()}", highlight=False)
         show_record_errors(ev.record_errors)
         interrupted = _run(ev, force=force, retry_errors=retry_errors, quiet=quiet)
         verdicts = ev.verdicts()

@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import json
 import os
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from swebounty.cli._common import (
+    AddressOpt,
     CacheOpt,
+    ExecutorOpt,
     HomeOpt,
     RunsOpt,
+    TaskCpusOpt,
+    TaskMemoryOpt,
     console,
+    executor_config,
     fail,
     load_dataset,
     out,
@@ -99,6 +105,10 @@ def run_cmd(
         str | None, typer.Option(help="name of the run (resumes if it exists)")
     ] = None,
     workers: Annotated[int, typer.Option(min=1, help="attempts run at once")] = 1,
+    executor: ExecutorOpt = "local",
+    address: AddressOpt = None,
+    task_cpus: TaskCpusOpt = 1.0,
+    task_memory: TaskMemoryOpt = None,
     instance_ids: Annotated[
         list[str] | None, typer.Option("--instance-id", "-i", help="only these task ids")
     ] = None,
@@ -176,6 +186,7 @@ def run_cmd(
     from swebounty.agents.prices import load_prices
     from swebounty.agents.provenance import build_provenance
     from swebounty.attempts import AttemptOptions, run_agent
+    from swebounty.executors import ExecutorError, open_executor
     from swebounty.runs import EvalContext
     from swebounty.store import Store, check_run_id
     from swebounty.summary import run_report, write_run_report
@@ -183,6 +194,7 @@ def run_cmd(
     setup_logging(verbose)
     if demo == (dataset is not None):
         raise fail("give a DATASET or --demo (one of them)")
+    executor_cfg = executor_config(executor, address, task_cpus, task_memory)
     if run_id is not None:
         try:
             check_run_id(run_id)
@@ -252,6 +264,14 @@ def run_cmd(
         )
     except RuntimeError as exc:
         raise fail(str(exc)) from exc
+    try:
+        with console.status("connecting to Ray…") if executor_cfg.remote else nullcontext():
+            remote = open_executor(executor_cfg, ctx, workers=workers)
+    except (ExecutorError, ImportError) as exc:
+        ctx.close()
+        raise fail(str(exc)) from None
+    if remote is not None:
+        console.print(f"[bold]ray[/]: {remote.describe()}", highlight=False)
     provenance = build_provenance(
         the_agent.provenance(),
         sandbox=ctx.sandbox.name,
@@ -264,7 +284,9 @@ def run_cmd(
     store = Store.open(ctx.runs_dir / "runs.sqlite")
     config = {"kind": f"agent:{agent}", "agent": agent, "options": options,
               "attempts": attempts, "time_limit": time_limit, "timeout": timeout,
-              "hints": hints, "repos_dir": str(ctx.repos_dir or "")}  # fmt: skip
+              "hints": hints, "repos_dir": str(ctx.repos_dir or ""),
+              "executor": executor_cfg.model_dump(exclude_defaults=True)
+              | {"kind": executor_cfg.kind}}  # fmt: skip
     store.ensure_run(
         run_id,
         dataset=name if demo else str(Path(name).resolve()),
@@ -295,8 +317,12 @@ def run_cmd(
             text = " ".join(f"[{STATUS_STYLE[k]}]{k} {n}[/]" for k, n in sorted(counts.items()))
             bars.update(bar, advance=1, counts=text)
 
-        run_agent(run_id, tasks, the_agent, ctx, store, attempts=attempts, workers=workers,
-                  force=force, opts=opts, on_attempt=on_attempt)  # fmt: skip
+        try:
+            run_agent(run_id, tasks, the_agent, ctx, store, attempts=attempts, workers=workers,
+                      force=force, opts=opts, on_attempt=on_attempt, executor=remote)  # fmt: skip
+        finally:
+            if remote is not None:
+                remote.close()
 
     verdicts = [v for v in store.verdicts(run_id) if v.instance_id in ids]
     stored = {(a.instance_id, a.attempt): a for a in store.attempts(run_id)}

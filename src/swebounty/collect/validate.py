@@ -63,6 +63,10 @@ class Rejected(Exception):
         self.stage = stage
         self.reason = reason
 
+    def __reduce__(self) -> tuple[type[Rejected], tuple[str, str]]:
+        # Pickled as (stage, reason): a Ray worker returns it to the driver.
+        return Rejected, (self.stage, self.reason)
+
 
 @dataclass
 class Classified:
@@ -244,6 +248,33 @@ def validate_one(
     )
 
 
+def validate_or_reject(
+    task: Task, ctx: EvalContext, log_dir: Path, runs: int = 3, runner: Runner | None = None
+) -> Task | Rejected:
+    """`validate_one`, with its rejection (or a crash of the harness) as the result."""
+    try:
+        return validate_one(task, ctx, log_dir, runs=runs, runner=runner)
+    except Rejected as rej:
+        return rej
+    except Exception as exc:  # one broken candidate must not stop the others
+        log.exception("%s: validation crashed", task.instance_id)
+        return Rejected("infra", f"harness error: {type(exc).__name__}: {exc}")
+
+
+class ValidateExecutor(Protocol):
+    """Validates candidates elsewhere than this process's thread pool (executors/: Ray); each
+    result comes back to `record`, in this process."""
+
+    def validate(
+        self,
+        todo: list[Task],
+        ctx: EvalContext,
+        runs: int,
+        log_root: Path,
+        record: Callable[[Task, Task | Rejected], None],
+    ) -> None: ...
+
+
 @dataclass
 class ValidateSummary:
     candidates: int = 0
@@ -275,9 +306,11 @@ def validate(
     runner: Runner | None = None,
     on_done: Callable[[str, str], None] | None = None,
     fresh: bool = False,
+    executor: ValidateExecutor | None = None,
 ) -> ValidateSummary:
     """Validate every candidate not already decided in `output`/`rejects` (resumable), in
-    parallel across `workers`. `on_done(instance_id, outcome)` reports each one."""
+    parallel across `workers` (or on `executor`'s cluster). `on_done(instance_id, outcome)`
+    reports each one."""
     rejects = rejects or output.with_name(output.stem + ".rejects.jsonl")
     log_root = log_root or ctx.runs_dir / "validate"
     sink = Sink(
@@ -292,37 +325,36 @@ def validate(
     summary.resumed = len(candidates) - len(todo)
     start = time.monotonic()
 
-    def job(task: Task) -> Task | Rejected:
-        try:
-            return validate_one(task, ctx, log_root / task.instance_id, runs=runs, runner=runner)
-        except Rejected as rej:
-            return rej
-        except Exception as exc:  # one broken candidate must not stop the others
-            log.exception("%s: validation crashed", task.instance_id)
-            return Rejected("infra", f"harness error: {type(exc).__name__}: {exc}")
+    def record(task: Task, result: Task | Rejected) -> None:
+        if isinstance(result, Rejected):
+            sink.reject(
+                {
+                    "instance_id": task.instance_id,
+                    "repo": task.repo,
+                    "stage": result.stage,
+                    "reason": result.reason,
+                    "log_dir": str(log_root / task.instance_id),
+                }
+            )
+            summary.rejected[result.stage] = summary.rejected.get(result.stage, 0) + 1
+            outcome = f"rejected: {result.reason}"
+        else:
+            sink.add(result)
+            summary.valid += 1
+            outcome = f"valid: {len(result.FAIL_TO_PASS)} F2P, {len(result.PASS_TO_PASS)} P2P"
+        if on_done is not None:
+            on_done(task.instance_id, outcome)
 
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        futures = {pool.submit(job, t): t for t in todo}
-        for future in as_completed(futures):
-            task, result = futures[future], future.result()
-            if isinstance(result, Rejected):
-                sink.reject(
-                    {
-                        "instance_id": task.instance_id,
-                        "repo": task.repo,
-                        "stage": result.stage,
-                        "reason": result.reason,
-                        "log_dir": str(log_root / task.instance_id),
-                    }
-                )
-                summary.rejected[result.stage] = summary.rejected.get(result.stage, 0) + 1
-                outcome = f"rejected: {result.reason}"
-            else:
-                sink.add(result)
-                summary.valid += 1
-                outcome = f"valid: {len(result.FAIL_TO_PASS)} F2P, {len(result.PASS_TO_PASS)} P2P"
-            if on_done is not None:
-                on_done(task.instance_id, outcome)
+    if executor is not None:
+        executor.validate(todo, ctx, runs, log_root, record)
+    else:
+        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+            futures = {
+                pool.submit(validate_or_reject, t, ctx, log_root / t.instance_id, runs, runner): t
+                for t in todo
+            }
+            for future in as_completed(futures):
+                record(futures[future], future.result())
     sink.finish()
     summary.seconds = time.monotonic() - start
     return summary

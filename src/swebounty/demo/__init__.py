@@ -224,6 +224,11 @@ def _task(
     )
 
 
+def demo_name(repo: str) -> str | None:
+    """The demo (`python`, `js`, `web`) whose repository is `repo`, or None."""
+    return next((name for name, c in _DEMO_CONFIG.items() if c["repo"] == repo), None)
+
+
 def build_demo(dest: Path, name: str = "python") -> tuple[Path, list[Task]]:
     """Build (or reuse) demo `name`'s repo under `dest` (`dest/swebounty__tinytext` for the
     Python demo); return it and its tasks.
@@ -252,4 +257,12 @@ def build_demo(dest: Path, name: str = "python") -> tuple[Path, list[Task]]:
     return mirror, [_task(mirror, spec, commits, config) for spec in specs]
 
 
-__all__ = ["DEMOS", "DEMO_REPO", "MIRROR_NAME", "DemoCommit", "build_demo", "parse_history"]
+__all__ = [
+    "DEMOS",
+    "DEMO_REPO",
+    "MIRROR_NAME",
+    "DemoCommit",
+    "build_demo",
+    "demo_name",
+    "parse_history",
+]
