@@ -54,6 +54,11 @@ NOT_RUN = {
     "--model_alias smollm2-135m-instruct --chat_format chatml-function-calling --n_ctx 8192 &": (
         "part of the llama.cpp recipe"
     ),
+    "ray start --head --port 6379 --num-cpus 8": "starts a Ray cluster's head node",
+    "ray start --address HEAD:6379 --num-cpus 8": "needs a Ray cluster's head node",
+    "swebounty eval tasks.jsonl --predictions preds.jsonl --run-id big --executor ray --address "
+    "HEAD:6379 --task-cpus 1 --task-memory 4 --repos-dir /shared/clones": "needs a Ray "
+    "cluster at HEAD (tests/test_executors.py joins a local one by --address)",
     "swebounty run --demo --agent llm --model smollm2-135m-instruct --base-url "
     'http://127.0.0.1:8080/v1 --weights "$GGUF" --max-steps 6 --run-id smol': "part of the "
     "llama.cpp recipe",
