@@ -5,11 +5,25 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from swebounty.pytest_guard import ChannelTampered, disagreements, new_key, read_channel
-from swebounty.testing import parse_junit_bytes
+from swebounty.pytest_guard import (
+    ChannelTampered,
+    GuardResult,
+    disagreements,
+    new_key,
+    read_channel,
+    runner_argv,
+    write_config,
+)
+from swebounty.sandbox import Policy, UnsafeSandbox
+from swebounty.testing import parse_junit_bytes, pytest_command
 
 XML = (
     b'<testsuites><testsuite><testcase classname="t" name="test_a" file="t.py"/>'
@@ -68,3 +82,80 @@ def test_an_xml_that_passes_what_pytest_failed_disagrees() -> None:
     problems = disagreements(forged, parse_junit_bytes(forged), seen)
     assert any("t.py::test_b passed" in p for p in problems)
     assert any("0 failing testcases" in p for p in problems)
+
+
+# ---------------------------------------------------------------------------- the guard itself
+
+OLD = ("3.6", "pytest==3.6.4", "2022-12-31")  # the oldest era environments are built for
+
+
+def _venv(tmp: Path, kind: str) -> Path:
+    if kind == "current":
+        return Path(sys.prefix)
+    # A real interpreter, not a pyenv shim (uv trips on shims).
+    candidates = sorted(
+        Path(os.path.expanduser("~/.pyenv/versions")).glob(f"{OLD[0]}.*/bin/python")
+    )
+    which = shutil.which(f"python{OLD[0]}")
+    if which and "/shims/" not in which:
+        candidates.append(Path(which))
+    found = next(iter(candidates), None)
+    if found is None:
+        pytest.skip(f"no Python {OLD[0]} here")
+    venv = tmp / "venv"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_"))}
+    uv = [sys.executable, "-m", "uv"]
+    subprocess.run([*uv, "venv", "-q", "-p", str(found), str(venv)], env=env, check=True)
+    proc = subprocess.run(
+        [*uv, "pip", "install", "-q", "-p", str(venv / "bin" / "python"), "--exclude-newer",
+         OLD[2], OLD[1]], env=env, capture_output=True, text=True,
+    )  # fmt: skip
+    if proc.returncode != 0:
+        pytest.skip(f"cannot build a {OLD[1]} environment here: {proc.stderr[-300:]}")
+    return venv
+
+
+def _guarded_run(venv: Path, tmp: Path, tamper: bool) -> GuardResult | None:
+    site = next(venv.glob("lib/python*/site-packages"))
+    ws = tmp / "ws"
+    (ws / "pkg").mkdir(parents=True)
+    (ws / "tests").mkdir()
+    init = "def f():\n    return 1\n"
+    if tamper:
+        init += "import _pytest.python as _p\n_p.Function.runtest = lambda self: None\n"
+    (ws / "pkg" / "__init__.py").write_text(init)
+    (ws / "tests" / "test_x.py").write_text(
+        "from pkg import f\n\ndef test_ok():\n    assert f() == 1\n\n"
+        "def test_bad():\n    assert f() == 2\n"
+    )
+    junit = tmp / "junit.xml"
+    config = {
+        "workspace": str(ws), "infra": {"files": {}, "names": [], "suffixes": []},
+        "machinery_path": [str(site)], "untrusted_files": [str(ws / "pkg" / "__init__.py")],
+        "trusted_dirs": [str(venv), sys.base_prefix], "junit": str(junit),
+        "args": pytest_command([], ["tests/test_x.py"], junit), "setup": None,
+    }  # fmt: skip
+    write_config(tmp / "config.json", config)
+    key = new_key()
+    policy = Policy(timeout_s=120, env={"PYTHONPATH": str(ws), "PATH": "/usr/bin:/bin"})
+    python = str(venv / "bin" / "python")
+    run = UnsafeSandbox().run(runner_argv(python, tmp / "config.json"), workdir=ws, mounts=[],
+                              policy=policy, stdin=key, result_channel=True)  # fmt: skip
+    return read_channel(run.channel, key)
+
+
+@pytest.mark.parametrize("kind", ["current", pytest.param("old", marks=pytest.mark.network)])
+def test_the_guard_reports_honest_runs_and_catches_a_patched_runner(
+    tmp_path: Path, kind: str
+) -> None:
+    venv = _venv(tmp_path, kind)
+    honest = _guarded_run(venv, tmp_path / "honest", tamper=False)
+    assert honest is not None and honest.problems == []
+    assert honest.statuses == {"tests/test_x.py::test_ok": "passed",
+                               "tests/test_x.py::test_bad": "failed"}  # fmt: skip
+    assert honest.exitstatus == 1 and honest.xml is not None
+    forged = _guarded_run(venv, tmp_path / "forged", tamper=True)
+    assert forged is not None
+    assert forged.problems == [
+        "pytest's reporting machinery was changed: _pytest.python.Function.runtest"
+    ]

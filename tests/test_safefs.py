@@ -100,3 +100,16 @@ def test_walk_files_does_not_follow_links_and_is_bounded(tmp_path: Path) -> None
     assert found == ["a/b/f.py", "a/loop"]
     with pytest.raises(safefs.UnsafePathError):
         list(safefs.walk_files(tmp_path, max_entries=2))
+
+
+def test_node_artifacts_are_copied_without_following_links(tmp_path: Path) -> None:
+    from swebounty.node.e2e import copy_artifacts
+
+    src, dest = tmp_path / "artifacts", tmp_path / "logs"
+    (src / "shots").mkdir(parents=True)
+    (src / "shots" / "page.png").write_bytes(b"png")
+    (src / "environ").symlink_to("/proc/self/environ")
+    (src / "etc").symlink_to("/etc")  # a linked directory: nothing under it is copied
+    os.mkfifo(src / "pipe")
+    assert copy_artifacts(src, dest) == ["shots/page.png"]
+    assert sorted(p.name for p in dest.rglob("*")) == ["page.png", "shots"]

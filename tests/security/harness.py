@@ -109,7 +109,12 @@ def _base_file(mirror: Path, task: Task, rel: str) -> str:
 
 
 def run_attacks(
-    workdir: Path, cache_dir: Path, *, attacks: list[Attack] = ATTACKS, workers: int = 2
+    workdir: Path,
+    cache_dir: Path,
+    *,
+    attacks: list[Attack] = ATTACKS,
+    workers: int = 2,
+    keep_test_infra: bool = False,
 ) -> Outcome:
     """Evaluate `attacks` (bwrap must work here) and check the host; see the module docstring."""
     start = time.monotonic()
@@ -117,7 +122,7 @@ def run_attacks(
     mirror, tasks = build_demo(cache_dir / "demo")
     ctx = EvalContext.create(
         cache_dir=cache_dir, runs_dir=out.runs_dir, repos_dir=cache_dir / "demo",
-        workers=workers, timeout_s=20,
+        workers=workers, timeout_s=20, keep_test_infra=keep_test_infra,
     )  # fmt: skip
     # Small bounds, so the floods hit them in a moment; a work dir of its own, so what other
     # runs on this machine leave is not mistaken for this run's leftovers.

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from security.attacks import ATTACKS, Attack
+from security.attacks import ATTACKS, KEPT_INFRA, Attack
 from security.harness import Outcome, run_attacks
 from swebounty.sandbox import bwrap_available
 
@@ -22,8 +22,21 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def outcome(tmp_path_factory: pytest.TempPathFactory) -> Outcome:
-    return run_attacks(tmp_path_factory.mktemp("hostile"), tmp_path_factory.mktemp("cache"))
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # One demo mirror and one environment for every run of this module.
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(scope="module")
+def outcome(tmp_path_factory: pytest.TempPathFactory, cache: Path) -> Outcome:
+    return run_attacks(tmp_path_factory.mktemp("hostile"), cache)
+
+
+@pytest.fixture(scope="module")
+def kept(tmp_path_factory: pytest.TempPathFactory, cache: Path) -> Outcome:
+    return run_attacks(
+        tmp_path_factory.mktemp("kept"), cache, attacks=KEPT_INFRA, keep_test_infra=True
+    )
 
 
 def test_the_catalogue_covers_every_class_with_at_least_forty_attacks() -> None:
@@ -40,8 +53,18 @@ def test_the_harness_secret_is_in_no_log_artifact_or_store_row(outcome: Outcome)
     assert outcome.secret_seen_in == []
 
 
+@pytest.mark.parametrize("attack", KEPT_INFRA, ids=lambda a: a.name)
+def test_keep_test_infra(kept: Outcome, attack: Attack) -> None:
+    assert kept.host_problems == [] and kept.secret_seen_in == []
+    check(kept, attack)
+
+
 @pytest.mark.parametrize("attack", ATTACKS, ids=lambda a: a.name)
 def test_attack(outcome: Outcome, attack: Attack) -> None:
+    check(outcome, attack)
+
+
+def check(outcome: Outcome, attack: Attack) -> None:
     if attack.name in outcome.skipped:
         pytest.skip(outcome.skipped[attack.name])
     if attack.status == "record_error":

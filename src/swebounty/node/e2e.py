@@ -16,16 +16,24 @@ from __future__ import annotations
 import hashlib
 import logging
 import shutil
+import stat
 from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from swebounty import safefs
 from swebounty.envs.node_manager import NodeTaskEnv
 from swebounty.report.browser import find_chromium
 from swebounty.sandbox.base import Mount
 from swebounty.tasks import EnvSpec, Task
-from swebounty.testing import JUnitError, cross_check, parse_junit, pytest_command, test_files
+from swebounty.testing import (
+    JUnitError,
+    cross_check,
+    parse_junit_bytes,
+    pytest_command,
+    test_files,
+)
 
 log = logging.getLogger(__name__)
 
@@ -127,9 +135,11 @@ def run_e2e(
     text = f"$ {' '.join(argv)}\n{run.stdout}\n--- stderr ---\n{run.stderr}"
     (log_dir / "test_output.txt").write_text(text, encoding="utf-8", errors="replace")
     result.exit_code = run.returncode
+    # out_dir was the sandbox's to write: read link-free, as regular files, bounded (safefs).
     for name in ("app.log",):
-        if (out_dir / name).is_file() and not (out_dir / name).is_symlink():
-            shutil.copyfile(out_dir / name, log_dir / name)
+        data = safefs.read_beneath(out_dir, name, 64 << 20)
+        if data is not None:
+            (log_dir / name).write_bytes(data)
     copy_artifacts(artifacts, log_dir / "artifacts")
     if run.timed_out:
         result.timed_out = True
@@ -141,10 +151,11 @@ def run_e2e(
             f"{APP_READY_S:.0f} s; see {log_dir / 'app.log'}"
         )
         return
-    if junit.is_file() and not junit.is_symlink():
-        shutil.copyfile(junit, log_dir / "junit.xml")
+    xml = safefs.read_regular(junit, 64 << 20)
+    if xml is not None:
+        (log_dir / "junit.xml").write_bytes(xml)
         try:
-            result.outcomes = parse_junit(junit, files=files)
+            result.outcomes = parse_junit_bytes(xml, files=files)
         except JUnitError as exc:
             log.warning("%s: %s", task.instance_id, exc)
     problem = cross_check(run.returncode, result.outcomes or None)
@@ -153,18 +164,25 @@ def run_e2e(
 
 
 def copy_artifacts(src: Path, dest: Path, limit_bytes: int = 64 << 20) -> list[str]:
-    """Copy regular files (no links) from a sandbox-written dir into the logs, bounded."""
+    """Copy regular files (no links, none reached through one) from a sandbox-written dir into
+    the logs, bounded in bytes and in the entries walked."""
     copied: list[str] = []
     total = 0
-    for p in sorted(src.rglob("*")):
-        if p.is_symlink() or not p.is_file():
+    if not src.is_dir() or src.is_symlink():
+        return copied
+    try:
+        found = sorted(safefs.walk_files(src, max_entries=100_000))
+    except safefs.UnsafePathError:
+        return copied
+    for rel, info in found:
+        if not stat.S_ISREG(info.st_mode) or total + info.st_size > limit_bytes:
             continue
-        size = p.stat().st_size
-        if total + size > limit_bytes:
-            break
-        target = dest / p.relative_to(src)
+        data = safefs.read_beneath(src, rel, limit_bytes - total)
+        if data is None:
+            continue
+        target = dest / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(p, target, follow_symlinks=False)
-        total += size
-        copied.append(str(target.relative_to(dest)))
+        target.write_bytes(data)
+        total += len(data)
+        copied.append(rel)
     return copied

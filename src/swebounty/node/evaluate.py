@@ -14,11 +14,11 @@ import fnmatch
 import json
 import logging
 import re
-import shutil
 import uuid
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from swebounty import safefs
 from swebounty.envs.node_build import NodeBuildError, NodeEnvironment
 from swebounty.envs.node_manager import NodeEnvs
 from swebounty.envs.node_project import NodeProject, RunnerCall
@@ -88,10 +88,12 @@ def restore_test_config(workspace: Path, base_package: str | None, touched: list
     restored = [p for p in touched if TEST_CONFIG.search(p)]
     reset_files(workspace, restored)
     pkg = workspace / "package.json"
-    if base_package is not None and "package.json" in touched and pkg.is_file():
+    # The patched package.json may be a link (to /proc/kmsg...): read it link-free, bounded.
+    data = safefs.read_beneath(workspace, "package.json", 16 << 20)
+    if base_package is not None and "package.json" in touched and data is not None:
         try:
             base = json.loads(base_package)
-            now = json.loads(pkg.read_text(encoding="utf-8"))
+            now = json.loads(data.decode("utf-8"))
         except ValueError:
             return restored
         changed = False
@@ -134,7 +136,7 @@ def build_node_env(task: Task, ctx: EvalContext) -> NodeEnvironment:
     try:
         return _workspace_env(task, ctx, scratch)[1]
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        safefs.remove_tree(scratch)
 
 
 def run_node_tests(

@@ -108,7 +108,8 @@ class Guard:
         self.workspace = os.path.realpath(config["workspace"])
         self.untrusted = {os.path.realpath(p) for p in config.get("untrusted_files", [])}
         self.trusted_dirs = [
-            os.path.join(os.path.realpath(d), "") for d in config.get("trusted_dirs", [])
+            os.path.join(os.path.realpath(d), "")
+            for d in [os.path.dirname(__file__), *list(config.get("trusted_dirs", []))]
         ]
         self.trust_entry_points = config.get("trust_entry_points", True)
         self.junit = config["junit"]
@@ -131,7 +132,11 @@ class Guard:
         import importlib
 
         import _pytest.config
-        import _pytest.reports
+
+        try:
+            from _pytest.reports import CollectReport, TestReport
+        except ImportError:  # pytest before 3.7
+            from _pytest.runner import CollectReport, TestReport
 
         # pytest imports its default plugins in main(): import them now, so they are in the
         # snapshot taken before the workspace's code runs.
@@ -143,7 +148,7 @@ class Guard:
             if module is not None and _watched(name):
                 self.modules[name] = module
                 self.snapshots[name] = _describe(module)
-        self.report_types = (_pytest.reports.TestReport, _pytest.reports.CollectReport)
+        self.report_types = (TestReport, CollectReport)
 
     def _problem(self, text):
         if text not in self.problems and len(self.problems) < _MAX_PROBLEMS:
