@@ -194,6 +194,49 @@ subprocess.Popen([sys.executable, "-c",
     start_new_session=True)
 """,
     ),
+    Attack(
+        "privileges-and-mounts", "host", "tries to become root, remount the read-only host "
+        "paths writable, mount over them, change a sysctl, then writes into the environment, "
+        "the interpreter and /etc", "resolved", fix=True,
+        code="""
+import ctypes, os, sys
+_libc = ctypes.CDLL(None, use_errno=True)
+for _call in (lambda: os.setuid(0), lambda: os.setgid(0), lambda: os.chroot("/")):
+    try:
+        _call()
+    except OSError:
+        pass
+for _target in ["/", "/usr", "/etc", sys.base_prefix] + [p for p in sys.path if "site-packages" in p]:
+    _libc.mount(None, _target.encode(), None, ctypes.c_ulong(0x20 | 0x1000), None)  # remount rw
+    _libc.mount(b"tmpfs", _target.encode(), b"tmpfs", ctypes.c_ulong(0), None)
+    try:
+        open(os.path.join(_target, "pwned-{token}"), "w").write("x")
+    except OSError:
+        pass
+_libc.unshare(0x10000000 | 0x00020000)
+try:
+    _v = open("/proc/sys/kernel/hostname").read()
+    open("/proc/sys/kernel/hostname", "w").write(_v)
+except OSError:
+    pass
+""",
+    ),
+    Attack(
+        "vsock-and-io-uring", "host", "opens AF_VSOCK sockets (network namespaces do not "
+        "isolate them) and an io_uring", "resolved", fix=True,
+        code="""
+import ctypes, socket
+for _dom in (40, 0x1_00000028):
+    try:
+        socket.socket(_dom & 0xFFFFFFFF, socket.SOCK_STREAM).connect((2, 1234))
+    except (OSError, ValueError):
+        pass
+try:
+    ctypes.CDLL(None, use_errno=True).syscall(425, 4, ctypes.create_string_buffer(120))
+except OSError:
+    pass
+""",
+    ),
     # ------------------------------------------------------------------ 4. resources
     Attack(
         "disk-flood", "resources", "writes until the disk is full", "resolved", fix=True,

@@ -195,6 +195,11 @@ def run_attacks(
             else:
                 os.environ[name] = value
     out.host_problems = _host_problems(canary, listener, token, ctx.work_dir, out.runs_dir)
+    targets = [Path("/"), Path("/usr"), Path("/etc"), Path(env.interpreter_prefix)]
+    targets += list(Path(env.path).glob("lib/python*/site-packages"))
+    planted = [str(t / f"pwned-{token}") for t in targets if os.path.lexists(t / f"pwned-{token}")]
+    if planted:
+        out.host_problems.append(f"written on the host: {planted}")
     listener.close()
     out.secret_seen_in = _secret_seen(secret, [out.runs_dir, cache_dir / "base-runs"])
     out.seconds = time.monotonic() - start

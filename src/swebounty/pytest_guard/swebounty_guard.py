@@ -91,8 +91,8 @@ def _member_file(module, key):
 
 
 def _code_file(func):
+    # Never through __wrapped__: anyone can set it to point at a trusted function.
     func = getattr(func, "__func__", func)
-    func = getattr(func, "__wrapped__", func)
     code = getattr(func, "__code__", None)
     if code is None:
         call = vars(type(func)).get("__call__")
