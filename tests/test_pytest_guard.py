@@ -115,7 +115,7 @@ def _venv(tmp: Path, kind: str) -> Path:
     return venv
 
 
-def _guarded_run(venv: Path, tmp: Path, tamper: bool) -> GuardResult | None:
+def _guarded_run(venv: Path, tmp: Path, tamper: bool, extra_test: str = "") -> GuardResult | None:
     site = next(venv.glob("lib/python*/site-packages"))
     ws = tmp / "ws"
     (ws / "pkg").mkdir(parents=True)
@@ -126,7 +126,7 @@ def _guarded_run(venv: Path, tmp: Path, tamper: bool) -> GuardResult | None:
     (ws / "pkg" / "__init__.py").write_text(init)
     (ws / "tests" / "test_x.py").write_text(
         "from pkg import f\n\ndef test_ok():\n    assert f() == 1\n\n"
-        "def test_bad():\n    assert f() == 2\n"
+        "def test_bad():\n    assert f() == 2\n" + extra_test
     )
     junit = tmp / "junit.xml"
     config = {
@@ -159,3 +159,30 @@ def test_the_guard_reports_honest_runs_and_catches_a_patched_runner(
     assert forged.problems == [
         "pytest's reporting machinery was changed: _pytest.python.Function.runtest"
     ]
+
+
+SPAWN = """
+def _double(x):
+    import pytest  # the child must see the environment's site-packages too
+
+    return 2 * x
+
+
+def test_spawned_children_get_the_environment():
+    import multiprocessing
+    import subprocess
+    import sys
+
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        assert pool.map(_double, [1, 2]) == [2, 4]
+    # What test.support and others do to start "the same interpreter":
+    flags = subprocess._args_from_interpreter_flags()
+    subprocess.run([sys.executable, *flags, "-c", "import pytest"], check=True)
+"""
+
+
+def test_children_spawned_by_the_tests_start_with_site(tmp_path: Path) -> None:
+    # The runner starts with -S; multiprocessing hands the interpreter's flags to its children.
+    run = _guarded_run(Path(sys.prefix), tmp_path, tamper=False, extra_test=SPAWN)
+    assert run is not None and run.problems == []
+    assert run.statuses["tests/test_x.py::test_spawned_children_get_the_environment"] == "passed"

@@ -113,6 +113,9 @@ def _keep_site_for_children():
         return [a for a in flags() if a != "-S"]
 
     subprocess._args_from_interpreter_flags = without_no_site
+    util = sys.modules.get("multiprocessing.util")  # it copies the name when imported
+    if util is not None and hasattr(util, "_args_from_interpreter_flags"):
+        util._args_from_interpreter_flags = without_no_site
 
 
 def _kill_leftovers():
