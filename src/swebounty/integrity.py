@@ -1,6 +1,8 @@
 """What the harness does to a patched workspace so that the tests, not the submission, decide.
 
 Before the hidden tests go on (host side, before anything sandboxed ran in the workspace):
+- test files the patch touched are the base's again (`revert_test_paths`): code that runs
+  beside the hidden tests is not the submission's to write;
 - compiled code a patch adds (bytecode, `__pycache__`, native libraries, ELF executables) is
   removed: it would run instead of, or beside, the source a reviewer reads (`adds_binary`);
 - the test infrastructure is put back to the base commit's (`revert_test_infra`): every file
@@ -23,7 +25,16 @@ import sys
 from pathlib import Path, PurePosixPath
 
 from swebounty import safefs
-from swebounty.patches import PatchError, _output, _run, head_entries, parse_patch, read_blobs
+from swebounty.patches import (
+    PatchError,
+    _output,
+    _run,
+    files_in_patch,
+    head_entries,
+    parse_patch,
+    read_blobs,
+    reset_files,
+)
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -115,13 +126,29 @@ def revert_test_infra(workspace: Path) -> list[str]:
                 continue
         changed.append(rel)
     if changed:
-        from swebounty.patches import reset_files
-
         try:
             reset_files(workspace, changed)
         except PatchError as exc:
             raise IntegrityError(f"cannot restore the test infrastructure: {exc}") from exc
     return changed
+
+
+def revert_test_paths(workspace: Path, patch: str) -> list[str]:
+    """Put back every test file the patch touched (tests/ directories, test_*.py, testing/...,
+    by the rules tasks are split with): a changed `tests/__init__.py` or test helper would run
+    beside the hidden tests and could swap the code under test for one that passes. A reference
+    patch never holds such a path (collect.split puts them in the test patch), so honest work
+    loses only the agent's own tests, which are not run anyway. Returns the paths."""
+    from swebounty.collect.split import SplitRules
+
+    rules = SplitRules()
+    paths = [p for p in files_in_patch(patch) if rules.classify(p) == "test"]
+    if paths:
+        try:
+            reset_files(workspace, paths)
+        except PatchError as exc:
+            raise IntegrityError(f"cannot restore the test files: {exc}") from exc
+    return paths
 
 
 def infra_manifest(workspace: Path) -> dict[str, object]:

@@ -34,6 +34,7 @@ from swebounty.integrity import (
     IntegrityError,
     infra_manifest,
     revert_test_infra,
+    revert_test_paths,
     strip_compiled,
 )
 from swebounty.patches import PatchError, apply_patch, files_in_patch, head_entries, reset_files
@@ -225,7 +226,8 @@ def _run_tests_in(
     test_paths = files_in_patch(task.test_patch)
     reset_files(workspace, test_paths)
     if not ctx.keep_test_infra:
-        result.test_infra_reverted = revert_test_infra(workspace)
+        reverted = revert_test_paths(workspace, patch) + revert_test_infra(workspace)
+        result.test_infra_reverted = sorted(set(reverted) - set(test_paths))
     try:
         apply_patch(workspace, task.test_patch)
     except PatchError as exc:
