@@ -115,8 +115,13 @@ def _venv(tmp: Path, kind: str) -> Path:
     return venv
 
 
+def _base_prefix(venv: Path) -> str:
+    code = "import sys; print(sys.base_prefix)"
+    python = venv / "bin" / "python"
+    return subprocess.run([python, "-c", code], capture_output=True, text=True).stdout.strip()
+
+
 def _guarded_run(venv: Path, tmp: Path, tamper: bool, extra_test: str = "") -> GuardResult | None:
-    site = next(venv.glob("lib/python*/site-packages"))
     ws = tmp / "ws"
     (ws / "pkg").mkdir(parents=True)
     (ws / "tests").mkdir()
@@ -131,8 +136,8 @@ def _guarded_run(venv: Path, tmp: Path, tamper: bool, extra_test: str = "") -> G
     junit = tmp / "junit.xml"
     config = {
         "workspace": str(ws), "infra": {"files": {}, "names": [], "suffixes": []},
-        "machinery_path": [str(site)], "untrusted_files": [str(ws / "pkg" / "__init__.py")],
-        "trusted_dirs": [str(venv), sys.base_prefix], "junit": str(junit),
+        "untrusted_files": [str(ws / "pkg" / "__init__.py")],
+        "trusted_dirs": [str(venv), _base_prefix(venv)], "junit": str(junit),
         "args": pytest_command([], ["tests/test_x.py"], junit), "setup": None,
     }  # fmt: skip
     write_config(tmp / "config.json", config)

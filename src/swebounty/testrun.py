@@ -252,15 +252,12 @@ def _runner_config(
     test_paths: list[str],
 ) -> dict[str, object]:
     """What run_pytest.py needs besides the key: written to a file the sandbox reads only."""
-    minor = ".".join(env.interpreter.split(".")[:2])
-    shared = env.path / "lib" / f"python{minor}" / "site-packages"
     # A project that is pytest (or pluggy) tests itself with its own code, as in its base.
-    own: list[str] = []
-    for root in env.project.roots if env.project else []:
-        prefix = "" if root == "." else f"{root}/"
-        if head_entries(workspace, [prefix + m for m in MACHINERY]):
-            own += [prefix + m.split("/")[0] for m in MACHINERY]
-    machinery = sorted({str(workspace / PurePosixPath(p).parent) for p in own})
+    roots = {".", "src", *(env.project.roots if env.project else [])}
+    wanted = {("" if r == "." else f"{r}/") + m: r for r in roots for m in MACHINERY}
+    found = head_entries(workspace, sorted(wanted))
+    # "src/_pytest/__init__.py" -> the package "src/_pytest"; "pytest.py" -> itself
+    own = [p.removesuffix("/__init__.py") for p in found]
     kept = set(result.test_infra_reverted) | set(test_paths)
     untrusted = [
         str(workspace / p)
@@ -270,7 +267,7 @@ def _runner_config(
     return {
         "workspace": str(workspace),
         "infra": infra_manifest(workspace),
-        "machinery_path": [*machinery, str(shared)],
+        "self_hosted": bool(own),
         "untrusted_files": untrusted,
         "junit": JUNIT_IN_SANDBOX,
         "args": pytest_command([], result.test_files, Path(JUNIT_IN_SANDBOX)),
@@ -298,6 +295,9 @@ def _run_guarded(
     # Code from these is the environment's; the layer is only the harness's without an install.
     trusted = [*task_env.ro_paths, GUARD_DIR, *([] if task_env.setup_argv else task_env.rw_paths)]
     config["trusted_dirs"] = [str(p) for p in trusted]
+    # A project that is pytest tests itself with its own code: the workspace's, or the copy
+    # its install put in the layer.
+    config["own_dirs"] = [str(workspace), *map(str, task_env.rw_paths)]
     python, extra = _split_prefix(task_env.test_prefix)
     config["args"] = [*extra, *config["args"]]  # type: ignore[misc]
     guard_dir = scratch / "guard"

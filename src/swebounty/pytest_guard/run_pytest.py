@@ -8,9 +8,9 @@ nothing of swebounty is importable here. In order:
 2. run the workspace's install step (if any) as a child, then kill whatever it left running;
 3. put the test infrastructure (pytest configuration, conftest.py, plugins, sitecustomize,
    .pth files) back to what the harness prepared, whatever the install wrote;
-4. import pytest, pluggy and unittest from the environment (or, for a project that is one of
-   them, from its base import roots) before any code of the workspace can run: `-S` kept the
-   site machinery, and with it every .pth file and sitecustomize, from running at start;
+4. import pytest, pluggy and unittest before any code of the workspace can run, from the
+   path `site` would build (read from the .pth files, their code lines skipped): `-S` kept
+   site, and with it every .pth file and sitecustomize, from running at start;
 5. let the guard (swebounty_guard.py) snapshot the reporting machinery, then run `site` as
    the interpreter would have, and pytest with the guard as its first plugin.
 The guard sends the results through the harness's channel; this file sends a result itself
@@ -19,9 +19,12 @@ only when it stops before pytest (a failed install).
 
 import contextlib
 import ctypes
+import hashlib
+import hmac
 import importlib.util
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -42,18 +45,7 @@ def main():
     os.set_inheritable(fd, False)  # the tests' own subprocesses never get it
     if sys.path and os.path.abspath(sys.path[0]) == HERE:
         del sys.path[0]
-    # The machinery comes from where the harness says, before anything of the workspace runs
-    # (the install below is another process: it cannot touch this one's memory).
-    front = [p for p in config.get("machinery_path", []) if p not in sys.path]
-    sys.path[:0] = front
-    import unittest  # noqa: F401
-
-    import pytest
-
-    guard = _load_guard()
-    for p in front:
-        sys.path.remove(p)
-    channel = guard.Channel(key, fd)
+    channel = Channel(key, fd)
 
     setup = config.get("setup")
     if setup:
@@ -66,12 +58,35 @@ def main():
             sys.exit(3)
     # Without an install step nothing but the harness wrote the workspace yet.
     restored = _restore_infra(config["workspace"], config["infra"]) if setup else []
-    g = guard.Guard(channel, config, restored)
-    g.snapshot()
 
+    # pytest, pluggy and unittest are imported before anything of the workspace runs: from the
+    # path `site` would build, read from the .pth files without running a line of code in them
+    # (the install above was another process, and site has not run).
     import site
 
-    site.main()  # .pth files and sitecustomize, as `python` runs them at start
+    front = [p for p in _site_paths() if p not in sys.path]
+    sys.path.extend(front)
+    late = False
+    try:
+        import unittest  # noqa: F401
+
+        import pytest
+    except ImportError:
+        # Only code in a .pth file puts pytest on the path (an import-hook editable install of
+        # pytest itself): take it from there, after site, and say so.
+        site.main()
+        late = True
+        import pytest
+    for p in front:
+        if p in sys.path and not late:
+            sys.path.remove(p)
+    guard = _load_guard()
+    g = guard.Guard(channel, config, restored)
+    g.snapshot()
+    if late:
+        g.notes.append("pytest was imported after the startup files ran")
+    else:
+        site.main()  # .pth files and sitecustomize, as `python` runs them at start
     _keep_site_for_children()
     sys.path.insert(0, os.getcwd())  # what `python -m pytest` does
     sys.argv = [os.path.join(os.path.dirname(pytest.__file__), "__main__.py")] + config["args"]
@@ -80,6 +95,75 @@ def main():
     finally:
         g.finish()
     sys.exit(int(code))
+
+
+class Channel:
+    """One authenticated message to the harness through the inherited pipe."""
+
+    MAGIC = b"SWEBOUNTY-RESULT"
+
+    def __init__(self, key, fd):
+        self._key = key
+        self._fd = fd
+        self.sent = False
+
+    def send(self, payload):
+        if self.sent:
+            return
+        self.sent = True
+        body = json.dumps(payload, sort_keys=True).encode("utf-8")
+        mac = hmac.new(self._key, body, hashlib.sha256).hexdigest().encode()
+        data = self.MAGIC + b" " + mac + b" " + str(len(body)).encode() + b"\n" + body
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(self._fd, view) :]
+            os.close(self._fd)
+        except OSError:
+            pass  # the harness sees no result: the run counts as one that lost its results
+
+
+def _site_paths():
+    """The directories `site` would add for this venv, in its order, code lines skipped."""
+    venv = os.path.dirname(os.path.dirname(os.path.abspath(sys.executable)))
+    if not os.path.isfile(os.path.join(venv, "pyvenv.cfg")):
+        return []
+    found = []
+    version = "python%d.%d" % sys.version_info[:2]
+    _add_site_dir(os.path.join(venv, "lib", version, "site-packages"), found, 0)
+    return found
+
+
+_ADDSITEDIR = re.compile(r"site\.addsitedir\((['\"])(.+?)\1\)")
+
+
+def _add_site_dir(directory, found, depth):
+    if not os.path.isdir(directory) or directory in found:
+        return
+    found.append(directory)
+    try:
+        names = sorted(n for n in os.listdir(directory) if n.endswith(".pth"))
+    except OSError:
+        return
+    for name in names:
+        try:
+            with open(os.path.join(directory, name), encoding="utf-8", errors="replace") as f:
+                lines = f.read().splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            if line.startswith(("import ", "import\t")):
+                # Never run; the harness's own line that adds the shared environment is read.
+                match = _ADDSITEDIR.search(line)
+                if match and depth < 2:
+                    _add_site_dir(match.group(2), found, depth + 1)
+                continue
+            path = os.path.join(directory, line)
+            if os.path.isdir(path) and path not in found:
+                found.append(path)
 
 
 def _load_guard():

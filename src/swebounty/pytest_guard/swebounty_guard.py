@@ -14,9 +14,6 @@ Python 3.6+ and any pytest from 4.6 on; standard library only.
 """
 
 import contextlib
-import hashlib
-import hmac
-import json
 import os
 import sys
 import types
@@ -24,32 +21,7 @@ import types
 import pytest
 
 WATCHED = ("pytest", "_pytest", "pluggy", "unittest")
-MAGIC = b"SWEBOUNTY-RESULT"
 _MAX_PROBLEMS = 50
-
-
-class Channel:
-    """One authenticated message to the harness through the inherited pipe."""
-
-    def __init__(self, key, fd):
-        self._key = key
-        self._fd = fd
-        self.sent = False
-
-    def send(self, payload):
-        if self.sent:
-            return
-        self.sent = True
-        body = json.dumps(payload, sort_keys=True).encode("utf-8")
-        mac = hmac.new(self._key, body, hashlib.sha256).hexdigest().encode()
-        data = MAGIC + b" " + mac + b" " + str(len(body)).encode() + b"\n" + body
-        view = memoryview(data)
-        try:
-            while view:
-                view = view[os.write(self._fd, view) :]
-            os.close(self._fd)
-        except OSError:
-            pass  # the harness sees no result: the run counts as one that lost its results
 
 
 def _watched(name):
@@ -112,8 +84,11 @@ class Guard:
             for d in [os.path.dirname(__file__), *list(config.get("trusted_dirs", []))]
         ]
         self.trust_entry_points = config.get("trust_entry_points", True)
+        self.self_hosted = bool(config.get("self_hosted"))
+        self.own_dirs = [os.path.join(os.path.realpath(d), "") for d in config.get("own_dirs", [])]
         self.junit = config["junit"]
         self.restored = restored
+        self.notes = []  # facts for the log, not problems
         self.problems = []
         self.records = {}
         self.collect_errors = {}
@@ -148,6 +123,9 @@ class Guard:
             if module is not None and _watched(name):
                 self.modules[name] = module
                 self.snapshots[name] = _describe(module)
+                path = getattr(module, "__file__", None)
+                if path and not self._machinery_origin(path):
+                    self._problem("module %s was imported from %s" % (name, path))
         self.report_types = (TestReport, CollectReport)
 
     def _problem(self, text):
@@ -214,15 +192,27 @@ class Guard:
         self._check_tracers()
         self._check_import_hooks()
 
+    def _machinery_origin(self, path):
+        """pytest's own code comes from the environment, unless the project is pytest (or
+        pluggy): then from its workspace, or from what its install put in the layer."""
+        if self.self_hosted:
+            return self._trusted(path)
+        real = os.path.realpath(path)
+        return any(real.startswith(d) for d in self.trusted_dirs)
+
     def _untrusted(self, path):
         return path is not None and not self._trusted(path)
 
     def _trusted(self, path):
-        """Code from the environment (read-only) or from a base file of the workspace."""
+        """Code from the environment (read-only) or from a base file of the workspace; for a
+        project that is pytest, also what its install put in the layer."""
         if not path:
             return False
         real = os.path.realpath(path)
         if any(real.startswith(d) for d in self.trusted_dirs):
+            return True
+        own = self.self_hosted and any(real.startswith(d) for d in self.own_dirs)
+        if own and real not in self.untrusted:
             return True
         return real.startswith(os.path.join(self.workspace, "")) and real not in self.untrusted
 
@@ -303,6 +293,7 @@ class Guard:
             "statuses": self.statuses(),
             "problems": self.problems,
             "infra_restored": self.restored,
+            "notes": self.notes,
         })  # fmt: skip
 
     def finish(self):
