@@ -17,6 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from swebounty.cli import app
+from swebounty.runs import log_dir_for
 from swebounty.sandbox import bwrap_available
 from swebounty.store import Store
 
@@ -459,3 +460,15 @@ def test_ctrl_c_stops_the_run_at_once_and_a_rerun_does_exactly_the_rest(
     for iid, when in before.items():
         assert finished[iid] == when, "a finished attempt was redone"
     assert all(v.status == "resolved" for v in after.values())
+
+
+@pytest.mark.parametrize("name", ["", ".", "..", "a/b", "../x", "x\0y"])
+def test_log_folders_are_never_named_by_what_could_leave_the_runs_dir(
+    tmp_path: Path, name: str
+) -> None:
+    # Task and Submission refuse such ids at load; this is the last line before a path.
+    with pytest.raises(ValueError, match="cannot name a folder"):
+        log_dir_for(tmp_path, "run", name, 1)
+    with pytest.raises(ValueError, match="cannot name a folder"):
+        log_dir_for(tmp_path, name, "octo__lib-1", 2)
+    assert log_dir_for(tmp_path, "run", "octo__lib-1", 3) == tmp_path / "run/octo__lib-1.attempt-3"

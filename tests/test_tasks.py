@@ -212,3 +212,61 @@ def test_hostile_task_fields_are_refused(field: str, value: str) -> None:
     fields = {"instance_id": "o__r-1", "repo": "o/r", "base_commit": "a" * 40, field: value}
     with pytest.raises(ValueError):
         Task.model_validate(fields)
+
+
+def _msb(**fields: object) -> dict[str, object]:
+    """A Multi-SWE-bench record (org, repo, number, base, fix_patch) with `fields` changed."""
+    record = {"org": "o", "repo": "r", "number": 1, "base": {"sha": "a" * 40}, "fix_patch": ""}
+    return {k: v for k, v in {**record, **fields}.items() if v is not ...}
+
+
+@pytest.mark.parametrize(
+    ("record", "message"),
+    [
+        (dict(RAW, instance_id="../../etc/x"), "not a safe name"),
+        (dict(RAW, instance_id="a\x00b"), "not a safe name"),
+        (dict(RAW, repo="a/.."), "owner/name"),
+        (dict(RAW, base_commit="--upload-pack=touch /tmp/x"), "not a commit id"),
+        (dict(RAW, repo_url="ext::sh -c touch% /tmp/x"), "repo_url"),
+        (dict(RAW, repo_url="--upload-pack=touch /tmp/x"), "repo_url"),
+        (dict(RAW, repo_url="https://example.org/o/r.git\n--config"), "repo_url"),
+        (dict(RAW, FAIL_TO_PASS=5), "FAIL_TO_PASS"),
+        (dict(RAW, FAIL_TO_PASS="[not json"), "FAIL_TO_PASS"),
+        (dict(RAW, problem_statement="caf\ud800"), "not valid UTF-8"),
+        (dict(RAW, env_spec={"python": "3.11", "run_first": "curl x | sh"}), "env_spec"),
+        (_msb(base="main"), "Multi-SWE-bench"),
+        (_msb(number=...), "Multi-SWE-bench"),
+        (_msb(fix_patch=5), "Multi-SWE-bench"),
+        (_msb(f2p_tests=5), "Multi-SWE-bench"),
+        ([RAW], "expected a JSON object"),
+    ],
+)
+def test_a_hostile_dataset_record_is_a_record_error_and_the_rest_loads(
+    tmp_path: Path, record: object, message: str
+) -> None:
+    path = tmp_path / "tasks.jsonl"
+    path.write_text(json.dumps(record) + "\n" + json.dumps(_second()) + "\n")  # \ud800 escaped
+    tasks, errors = load_tasks(path)
+    assert [t.instance_id for t in tasks] == ["octo__lib-2"]
+    assert len(errors) == 1 and errors[0].where == "line 1", errors
+    assert message in errors[0].message, errors
+
+
+@pytest.mark.parametrize("url", ["https://github.com/o/r.git", "/srv/git/r.git", "git@h:o/r"])
+def test_repo_urls_git_clones_from_are_accepted(url: str) -> None:
+    assert Task.model_validate(dict(RAW, repo_url=url)).repo_url == url
+
+
+def test_json_nested_too_deeply_is_a_record_error_not_a_crash(tmp_path: Path) -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    lines = tmp_path / "lines.jsonl"
+    lines.write_text(deep + "\n" + json.dumps(_second()) + "\n")
+    tasks, errors = load_tasks(lines)
+    assert [t.instance_id for t in tasks] == ["octo__lib-2"]
+    assert [e.where for e in errors] == ["line 1"] and "too deeply" in errors[0].message
+    subs, errors = load_predictions(lines)
+    assert len(subs) == 1 and [e.where for e in errors] == ["line 1"]
+    whole = tmp_path / "whole.json"
+    whole.write_text(deep)
+    tasks, errors = load_tasks(whole)
+    assert tasks == [] and [e.where for e in errors] == ["file"]

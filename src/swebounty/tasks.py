@@ -36,6 +36,8 @@ SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,199}")
 SAFE_REPO = re.compile(r"[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}")
 # A commit id in practice; anything git could take for an option or a range is refused.
 COMMIT_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z._/-]{0,99}")
+# git's `transport::address` syntax runs a remote helper (`ext::sh -c ...` runs any command).
+REMOTE_HELPER = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*::")
 MAX_ATTEMPT = 10_000
 MAX_PATCH_BYTES = 5 * 1024 * 1024  # a submission's patch (patches.DEFAULT_MAX_PATCH_BYTES)
 MAX_TASK_TEXT_BYTES = 32 * 1024 * 1024  # a task's gold or test patch, problem statement
@@ -167,6 +169,16 @@ class Task(BaseModel):
     def _check_commit(cls, value: str) -> str:
         if not COMMIT_ID.fullmatch(value) or ".." in value:
             raise ValueError(f"base_commit {value[:80]!r} is not a commit id")
+        return value
+
+    @field_validator("repo_url")
+    @classmethod
+    def _check_url(cls, value: str | None) -> str | None:
+        # A dataset says where to clone from, never what git runs or which option it takes.
+        if value is not None and (
+            value.startswith("-") or REMOTE_HELPER.match(value) or any(c < " " for c in value)
+        ):
+            raise ValueError(f"repo_url {value[:80]!r} is not a URL or path to clone from")
         return value
 
     @model_validator(mode="after")
@@ -342,6 +354,9 @@ def _records(path: Path) -> Iterator[tuple[str, Any]]:
         return
     try:
         data = json.loads(text)
+    except RecursionError:
+        yield "file", ValueError("JSON nested too deeply")
+        return
     except json.JSONDecodeError:
         # A .json file that is really JSON lines: common enough to accept.
         yield from _jsonl_text(text)
@@ -363,9 +378,12 @@ def _jsonl_text(text: str) -> Iterator[tuple[str, Any]]:
         if not line.strip():
             continue
         try:
-            yield f"line {lineno}", json.loads(line)
+            record = json.loads(line)
         except json.JSONDecodeError as exc:
-            yield f"line {lineno}", exc
+            record = exc
+        except RecursionError:
+            record = ValueError("JSON nested too deeply")
+        yield f"line {lineno}", record
 
 
 def _parse(path: Path, model: type[BaseModel]) -> tuple[list[Any], list[RecordError]]:
@@ -380,14 +398,17 @@ def _parse(path: Path, model: type[BaseModel]) -> tuple[list[Any], list[RecordEr
                 RecordError(source=str(path), where=where, message="expected a JSON object")
             )
             continue
-        if model is Task:
-            from swebounty.multiswe import is_multi_swe_bench, to_task_record
-
-            if is_multi_swe_bench(raw):
-                raw = to_task_record(raw)
         try:
+            if model is Task:
+                from swebounty.multiswe import is_multi_swe_bench, to_task_record
+
+                if is_multi_swe_bench(raw):
+                    try:
+                        raw = to_task_record(raw)
+                    except (KeyError, TypeError, AttributeError) as exc:
+                        raise ValueError(f"not a Multi-SWE-bench record: {exc!r}") from exc
             items.append(model.model_validate(raw))
-        except (ValidationError, ValueError) as exc:
+        except (ValidationError, ValueError, RecursionError) as exc:
             errors.append(
                 RecordError(source=str(path), where=where, message=_short_validation(exc))
             )
