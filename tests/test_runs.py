@@ -462,6 +462,47 @@ def test_ctrl_c_stops_the_run_at_once_and_a_rerun_does_exactly_the_rest(
     assert all(v.status == "resolved" for v in after.values())
 
 
+def test_an_error_the_interruption_caused_is_not_saved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Ctrl-C reaches a git or uv a worker started a moment before the main thread marks the
+    # run cancelled: the worker's `error` must wait for that mark, not become a verdict.
+    import threading
+    from types import SimpleNamespace
+    from typing import Any, cast
+
+    from swebounty import runs
+    from swebounty.tasks import Submission, Task, Verdict
+
+    task = Task(instance_id="o__r-1", repo="o/r", base_commit="abc", patch="d", test_patch="t")
+    sub = Submission(instance_id="o__r-1", model_patch="", model_name_or_path="m")
+    ctx = SimpleNamespace(runs_dir=tmp_path / "runs", cancelled=threading.Event())
+    interrupt = True
+
+    def helper_dies(task: Task, sub: Submission, ctx: Any, log_dir: Path) -> Verdict:
+        if interrupt:  # the main thread marks the run cancelled a moment later
+            threading.Timer(0.1, ctx.cancelled.set).start()
+        return Verdict(
+            instance_id=task.instance_id,
+            attempt=sub.attempt,
+            model_name_or_path=sub.model_name_or_path,
+            status="error",
+            empty_patch=True,
+            reason="git died of SIGINT",
+        )
+
+    monkeypatch.setattr(runs, "evaluate_safely", helper_dies)
+    with Store.open(tmp_path / "runs.sqlite") as store:
+        assert runs.evaluate_run("r", [(task, sub)], cast(Any, ctx), store) == []
+        assert store.statuses("r") == {}
+        # Without an interruption the same error is an outcome, saved.
+        interrupt = False
+        ctx.cancelled = threading.Event()
+        verdicts = runs.evaluate_run("r", [(task, sub)], cast(Any, ctx), store)
+        assert [v.status for v in verdicts] == ["error"]
+        assert store.statuses("r") == {("o__r-1", sub.attempt): "error"}
+
+
 @pytest.mark.parametrize("name", ["", ".", "..", "a/b", "../x", "x\0y"])
 def test_log_folders_are_never_named_by_what_could_leave_the_runs_dir(
     tmp_path: Path, name: str

@@ -53,6 +53,8 @@ log = logging.getLogger(__name__)
 
 # After Ctrl-C, how long running attempts get to notice that their sandboxes were ended.
 _CANCEL_GRACE_S = 10.0
+# How long an `error` waits to learn whether an interruption caused it (errors are rare).
+_INTERRUPT_SETTLE_S = 0.5
 
 
 @dataclass
@@ -360,6 +362,10 @@ def evaluate_run(
         verdict = evaluate_safely(task, sub, ctx, log_dir)
         if ctx.cancelled.is_set():
             return None  # cut short by the interruption: not an outcome; a re-run redoes it
+        if verdict.status == "error" and ctx.cancelled.wait(_INTERRUPT_SETTLE_S):
+            # Ctrl-C reaches the whole process group at once: a git or uv this worker started
+            # can die of it a moment before the main thread marks the run cancelled.
+            return None
         try:
             store.save_verdict(run_id, verdict)
         except Exception as exc:  # the verdict is still returned; the next resume redoes it
