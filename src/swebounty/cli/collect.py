@@ -282,7 +282,7 @@ def validate_cmd(
         ctx.close()
         raise fail(str(exc)) from None
     if remote is not None and not quiet:
-        console.print(f"[bold]ray[/]: {remote.describe()}", highlight=False)
+        console.print(f"[bold]ray[/]: {remote.describe()}", highlight=False, soft_wrap=True)
     with ctx, _progress(quiet) as bars, remote or nullcontext():
         bar = bars.add_task("validate", total=len(tasks), last="")
 

@@ -160,7 +160,9 @@ def eval_cmd(
         raise fail(str(exc)) from None
     with ev:
         if ev.executor is not None and not quiet:
-            console.print(f"[bold]ray[/]: {ev.executor.describe()}", highlight=False)
+            console.print(
+                f"[bold]ray[/]: {ev.executor.describe()}", highlight=False, soft_wrap=True
+            )
         show_record_errors(ev.record_errors)
         interrupted = _run(ev, force=force, retry_errors=retry_errors, quiet=quiet)
         verdicts = ev.verdicts()

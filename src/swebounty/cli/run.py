@@ -271,7 +271,7 @@ def run_cmd(
         ctx.close()
         raise fail(str(exc)) from None
     if remote is not None:
-        console.print(f"[bold]ray[/]: {remote.describe()}", highlight=False)
+        console.print(f"[bold]ray[/]: {remote.describe()}", highlight=False, soft_wrap=True)
     provenance = build_provenance(
         the_agent.provenance(),
         sandbox=ctx.sandbox.name,
