@@ -34,6 +34,7 @@ from swebounty.executors.worker import (
     sweep_dead_work_dirs,
     unpack_logs,
 )
+from swebounty.runs import work_root
 from swebounty.sandbox import bwrap_available
 from swebounty.sandbox._lease import LEASE_BASE
 from swebounty.store import Store
@@ -411,16 +412,14 @@ def test_shipped_logs_are_regular_files_only_and_bounded(tmp_path: Path) -> None
 
 
 def test_the_work_dirs_of_dead_workers_are_swept(tmp_path: Path) -> None:
-    import tempfile
-
     gone = max(int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()) + 100_000
-    base = Path(tempfile.gettempdir())
+    base = work_root(tmp_path.resolve())
     stale = base / f"swebounty-{os.getuid()}-ray{gone}-test"
     live = base / f"swebounty-{os.getuid()}-ray{os.getpid()}-test"
     for d in (stale, live):
         (d / "ws").mkdir(parents=True, exist_ok=True)
     try:
-        sweep_dead_work_dirs()
+        sweep_dead_work_dirs(tmp_path)
         assert not stale.exists() and live.exists()
     finally:
         for d in (stale, live):

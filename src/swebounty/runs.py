@@ -119,7 +119,7 @@ class EvalContext:
         `work_label` goes in the work directory's name (make_work_dir)."""
         cache_dir = cache_dir.expanduser().resolve()
         cache_dir.mkdir(parents=True, exist_ok=True)
-        work_dir = make_work_dir(work_label)
+        work_dir = make_work_dir(cache_dir, work_label)
         sandboxes: list[Sandbox] = (
             [_NoSandbox()]
             if sandbox == "none"
@@ -170,18 +170,27 @@ class RunCancelled(SandboxError):
     stop, so the test-running path reports it without a traceback; nothing of it is saved)."""
 
 
-def make_work_dir(label: str = "") -> Path:
-    """A fresh work directory of this user and this process, for workspaces: under the temp
-    directory, named `swebounty-<uid>-<label><random>`.
+def make_work_dir(cache_dir: Path, label: str = "") -> Path:
+    """A fresh work directory of this user and this process, for workspaces: under the cache
+    (work_root), named `swebounty-<uid>-<label><random>`.
 
-    Never a fixed name in the shared temp directory: another user's (or another run's) folder
-    of that name would be in the way, or could be planted there. mkdtemp creates it atomically,
-    owned by us; 0711 lets a sandbox user reach its own workspace inside without listing the
-    others (only the task's own paths are mounted into its sandbox anyway).
+    Under the cache (CACHE/work), not the temp directory: SWE-bench's tests ran in /testbed
+    while their temp files went to /tmp, and some tests depend on the two sharing no top-level
+    directory (docutils writes an included file's path relative to the working directory when
+    they do, and sphinx then names it ../../../pytest-of-USER/...). Never a fixed name: mkdtemp
+    creates it atomically, owned by us; 0711 lets a sandbox user reach its own workspace inside
+    without listing the others (only the task's own paths are mounted into its sandbox anyway).
     """
-    work_dir = Path(tempfile.mkdtemp(prefix=f"swebounty-{os.getuid()}-{label}"))
+    parent = work_root(cache_dir)
+    parent.mkdir(mode=0o711, parents=True, exist_ok=True)
+    work_dir = Path(tempfile.mkdtemp(prefix=f"swebounty-{os.getuid()}-{label}", dir=parent))
     os.chmod(work_dir, 0o711)
     return work_dir
+
+
+def work_root(cache_dir: Path) -> Path:
+    """Where the work directories of runs on `cache_dir` are made (make_work_dir)."""
+    return cache_dir / "work"
 
 
 def memory_share(workers: int, fraction: float = 0.75) -> int:

@@ -39,7 +39,7 @@ from swebounty.agents import Agent
 from swebounty.attempts import AttemptOptions, run_attempt
 from swebounty.collect.validate import validate_or_reject
 from swebounty.demo import build_demo, demo_name
-from swebounty.runs import EvalContext, evaluate_safely
+from swebounty.runs import EvalContext, evaluate_safely, work_root
 from swebounty.tasks import Submission, Task
 
 log = logging.getLogger(__name__)
@@ -137,8 +137,8 @@ def worker_context(spec: WorkerSpec) -> EvalContext:
     with _guard:
         ctx = _contexts.get(spec)
         if ctx is None:
-            sweep_dead_work_dirs()
             cache = Path(spec.cache_dir)
+            sweep_dead_work_dirs(cache)
             ctx = EvalContext.create(
                 cache_dir=cache,
                 runs_dir=cache,  # never written here: the logs travel to the driver
@@ -172,10 +172,11 @@ def _with_demo(spec: WorkerSpec, ctx: EvalContext, task: Task) -> None:
             _demos.add((str(ctx.repos_dir), name))
 
 
-def sweep_dead_work_dirs() -> None:
-    """Remove the work directories of this user's workers that died (killed mid-job)."""
+def sweep_dead_work_dirs(cache_dir: Path) -> None:
+    """Remove the work directories of this user's workers on `cache_dir` that died (killed
+    mid-job)."""
     prefix = f"swebounty-{os.getuid()}-{_WORK_LABEL}"
-    for entry in Path(tempfile.gettempdir()).glob(f"{prefix}*-*"):
+    for entry in work_root(cache_dir.expanduser().resolve()).glob(f"{prefix}*-*"):
         pid = entry.name[len(prefix) :].partition("-")[0]
         if not pid.isdigit() or _alive(int(pid)):
             continue
