@@ -27,6 +27,7 @@ import json
 import logging
 import os
 import platform
+import re
 import shutil
 import statistics
 import sys
@@ -228,7 +229,45 @@ def verdict_row(v: Verdict | None) -> dict[str, Any]:
         "pytest_seconds": junit_seconds(junit),
         "reason": v.reason if v.status != "resolved" else None,
         "log_dir": v.log_dir,
+        "network": v.status == "unresolved" and needs_network(v),
     }
+
+
+# What a test that tried to reach a host sees in a sandbox without a network (SWE-bench's
+# containers had one): DNS failing, or no route for a literal address.
+NETWORK_ERRORS = re.compile(
+    r"Temporary failure in name resolution|Name or service not known|"
+    r"No address associated with hostname|Network is unreachable"
+)
+SECTION = re.compile(r"^_{3,} (?:ERROR at \w+ of )?(.+?) _{3,}$", re.MULTILINE)
+
+
+def test_sections(output: str) -> dict[str, str]:
+    """pytest's report sections by test name (`Class.test_x[param]`), from its console output."""
+    heads = list(SECTION.finditer(output))
+    ends = [h.start() for h in heads[1:]] + [len(output)] * bool(heads)
+    sections: dict[str, str] = {}
+    for head, end in zip(heads, ends, strict=True):
+        sections[head.group(1)] = sections.get(head.group(1), "") + output[head.end() : end]
+    return sections
+
+
+def needs_network(v: Verdict) -> bool:
+    """Every expected test that did not pass failed reaching the network (its message or its
+    section of the output says so): the miss is the sandbox's lack of one, not the patch's."""
+    missed = [t for t in v.tests if t.status != "passed"]
+    if not missed:
+        return False
+    try:
+        output = (Path(v.log_dir or "") / "test_output.txt").read_text(errors="replace")
+    except OSError:
+        output = ""
+    sections = test_sections(output)
+    for t in missed:
+        name = ".".join(t.test_id.split("::")[1:])
+        if not NETWORK_ERRORS.search((t.message or "") + sections.get(name, "")):
+            return False
+    return True
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -387,6 +426,8 @@ def failure_class(row: dict[str, Any]) -> str | None:
         first = error.splitlines()[0]
         return first.rsplit("(", 1)[-1].rstrip(").") if first.endswith(").") else "environment"
     status = row["gold"]["status"]
+    if status == "unresolved" and row["gold"].get("network"):
+        return "network"
     return None if status == "resolved" else status
 
 
