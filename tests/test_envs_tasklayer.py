@@ -10,6 +10,7 @@ from pathlib import Path
 from swebounty.envs.tasklayer import (
     capture,
     make_layer,
+    native_stats,
     packaging_digest,
     pip_argv,
     project_files,
@@ -155,6 +156,31 @@ def test_compiled_extensions_or_unknown_hooks_mean_a_real_install(tmp_path: Path
     (sp / "weird.pth").write_text("import some_hook; some_hook.install()\n")
     info = capture(layer, MINOR, base, tmp_path / "store")
     assert info.mode == "pip" and "import hook" in info.why
+
+
+def test_compiled_files_the_repository_commits_need_no_rebuild(tmp_path: Path) -> None:
+    """Sphinx commits `halibut.cpython-38-x86_64-linux-gnu.so` as a test fixture: a file the
+    install left as it was is not an extension to rebuild per task; one it rewrote is."""
+    base = tmp_path / "copy"
+    make_project(base)
+    fixture = base / "tests" / "roots" / "fish" / "halibut.cpython-38-x86_64-linux-gnu.so"
+    fixture.parent.mkdir(parents=True)
+    fixture.write_bytes(b"\x7fELF fixture")
+    prebuilt = native_stats(base)
+    assert list(prebuilt) == ["tests/roots/fish/halibut.cpython-38-x86_64-linux-gnu.so"]
+    layer = tmp_path / "layer"
+    make_layer(layer, INTERP, VERSION, tmp_path / "none")
+    fake_install(layer, base, "pth")
+    info = capture(layer, MINOR, base, tmp_path / "store", prebuilt=prebuilt)
+    assert info.mode == "pth", info.why
+
+    fixture.write_bytes(b"\x7fELF rebuilt by the install")  # build_ext --inplace over it
+    info = capture(layer, MINOR, base, tmp_path / "store", prebuilt=prebuilt)
+    assert info.mode == "pip" and "halibut" in info.why
+    built = base / "src" / "proj" / "_speed.cpython-38-x86_64-linux-gnu.so"
+    built.write_bytes(b"\x7fELF new")
+    info = capture(layer, MINOR, base, tmp_path / "store", prebuilt=native_stats(base))
+    assert info.mode == "pth", "both files were there, unchanged, before the install"
 
 
 def test_packaging_digest_tracks_setup_files_only(tmp_path: Path) -> None:

@@ -100,6 +100,16 @@ def native_files(project: Path) -> list[Path]:
     return [p for p in project.rglob("*") if p.suffix in NATIVE_SUFFIXES and p.is_file()]
 
 
+def native_stats(project: Path) -> dict[str, tuple[int, int]]:
+    """Compiled files already in `project`, relative, with (size, mtime_ns): an install that
+    leaves one of them as it was did not build it."""
+    found = {}
+    for p in native_files(project):
+        st = p.stat()
+        found[p.relative_to(project).as_posix()] = (st.st_size, st.st_mtime_ns)
+    return found
+
+
 def project_files(project: Path) -> set[str]:
     """Every file under `project` but .git's, relative: what an install adds is a difference."""
     found: set[str] = set()
@@ -131,11 +141,19 @@ def generated_files(project: Path, before: set[str], roots: list[str]) -> list[s
 
 
 def capture(
-    layer: Path, minor: str, project: Path, store: Path, before: set[str] | None = None
+    layer: Path,
+    minor: str,
+    project: Path,
+    store: Path,
+    before: set[str] | None = None,
+    prebuilt: dict[str, tuple[int, int]] | None = None,
 ) -> ProjectInstall:
     """Read what an editable install of `project` left in `layer`; copy its metadata to
     `store`, and the files it generated in `project` (those not in `before`). The result says
-    whether replaying it ("pth") is faithful, and if not, why."""
+    whether replaying it ("pth") is faithful, and if not, why. Compiled files listed in
+    `prebuilt` (`native_stats` before the install) that the install left untouched are the
+    repository's own (Sphinx commits a test fixture `halibut.cpython-38-x86_64-linux-gnu.so`):
+    they do not make every task rebuild the project."""
     sp = site_packages(layer, minor)
     info = ProjectInstall(packaging_digest=packaging_digest(project))
     roots: set[Path] = set()
@@ -176,7 +194,12 @@ def capture(
         info.name, info.console_scripts = _read_meta(dest)
     else:
         problems.append("no metadata (.dist-info/.egg-info) found after the install")
-    natives = native_files(project)
+    natives = [
+        p
+        for p in native_files(project)
+        if (prebuilt or {}).get(p.relative_to(project).as_posix())
+        != (p.stat().st_size, p.stat().st_mtime_ns)
+    ]
     if natives:
         problems.append(f"compiled extensions ({natives[0].name}, ...) must be rebuilt per task")
     if not rel_roots:
@@ -309,6 +332,7 @@ def install_and_capture(
     python = make_layer(layer, interpreter, version, shared_site)
     if before is None:
         before = project_files(project)
+    prebuilt = native_stats(project)
     for editable in (True, False):
         argv = pip_argv(python, project, pip_version, editable)
         try:
@@ -327,7 +351,7 @@ def install_and_capture(
                 packaging_digest=packaging_digest(project),
                 why=f"pip {pip_version} could not install it editable; installs a copy",
             )
-        info = capture(layer, minor, project, store, before)
+        info = capture(layer, minor, project, store, before, prebuilt)
         info.pip_version = pip_version
         return info
     raise AssertionError("unreachable")
