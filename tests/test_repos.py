@@ -2,7 +2,9 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import subprocess
+import tempfile
 import threading
 from datetime import datetime, timezone
 from pathlib import Path
@@ -229,6 +231,36 @@ def test_workspace_is_deterministic(origin: dict[str, object], tmp_path: Path) -
     one = make_workspace(mirror, base, tmp_path / "one")
     two = make_workspace(mirror, base[:10], tmp_path / "two")
     assert run(one, "rev-parse", "HEAD") == run(two, "rev-parse", "HEAD")
+
+
+def test_workspace_leaves_the_mirror_alone(origin: dict[str, object], tmp_path: Path) -> None:
+    """The mirror is only read: nothing is written in it, even for a moment, so it may be
+    read-only or on another filesystem than the workspace (a tmpfs /tmp, /dev/shm)."""
+    mirror, base = origin["repo"], str(origin["base"])
+    assert isinstance(mirror, Path)
+    written: list[str] = []
+    for _ in range(2):
+        before = {p: p.stat().st_mtime_ns for p in (mirror / ".git").rglob("*")}
+        ws = make_workspace(mirror, base, tmp_path / f"ws{len(written)}")
+        after = {p: p.stat().st_mtime_ns for p in (mirror / ".git").rglob("*")}
+        written.append(str(sorted(set(after.items()) ^ set(before.items()))))
+        assert not (ws / ".git" / "objects" / "info" / "alternates").exists()
+    # Git's own bookkeeping aside (none is expected), no pack or temporary file appeared.
+    assert written == ["[]", "[]"]
+    assert not list((mirror / ".git" / "objects" / "pack").glob("tmp_*"))
+
+    shm = Path("/dev/shm")
+    if not (shm.is_dir() and os.access(shm, os.W_OK)):
+        pytest.skip("no /dev/shm to put a workspace on another filesystem")
+    if shm.stat().st_dev == mirror.stat().st_dev:
+        pytest.skip("/dev/shm is on the mirror's filesystem here")
+    dest = Path(tempfile.mkdtemp(dir=shm)) / "ws"
+    try:
+        ws = make_workspace(mirror, base, dest)
+        assert (ws / "pkg" / "b.py").read_text() == "B = 2\n"
+        assert run(ws, "status", "--porcelain") == ""
+    finally:
+        shutil.rmtree(dest.parent)
 
 
 def test_workspace_from_bare_mirror(origin: dict[str, object], tmp_path: Path) -> None:

@@ -9,11 +9,13 @@ newer than the base: the objects of later commits are simply not there.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import logging
 import os
 import shutil
 import subprocess
 import tempfile
+import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -261,20 +263,21 @@ def make_workspace(mirror: Path, commit: str, dest: Path) -> Path:
     """Create at `dest` a git repo whose only commit has exactly `commit`'s tree, checked out.
 
     `dest` must not exist or be an empty directory. Submodules are not populated (their
-    gitlinks stay in the tree; the directories are left empty).
+    gitlinks stay in the tree; the directories are left empty). The mirror is only read: it
+    may be read-only, and on another filesystem than `dest`.
     """
     mirror, dest = Path(mirror), Path(dest)
     if dest.exists() and any(dest.iterdir()):
         raise RepoError(f"workspace {dest} already exists and is not empty; remove it first")
-    full = resolve_commit(mirror, commit)
+    if commit.startswith("-") or not commit.strip():
+        raise RepoError(f"{commit!r} is not a commit id")
     env = isolated_git_env()
     dest.mkdir(parents=True, exist_ok=True)
     try:
         _init_bare_minimum(dest)
-        tree = _copy_tree_objects(mirror, full, dest / ".git")
-        new = git(dest, "commit-tree", "--no-gpg-sign", tree, "-m", WORKSPACE_MESSAGE, env=env)
-        head = new.stdout.decode().strip()
-        git(dest, "update-ref", f"refs/heads/{WORKSPACE_BRANCH}", head, env=env)
+        tree = _copy_tree_objects(mirror, commit, dest / ".git", env)
+        head = _write_commit(dest / ".git", tree)
+        (dest / ".git" / "refs" / "heads" / WORKSPACE_BRANCH).write_text(head + "\n")
         git(
             dest,
             "-c",
@@ -305,20 +308,51 @@ def _init_bare_minimum(dest: Path) -> None:
     (gitdir / "config").write_text(_WORKSPACE_CONFIG.format(name=name, email=email))
 
 
-def _copy_tree_objects(mirror: Path, commit: str, gitdir: Path) -> str:
-    """Pack exactly the objects reachable from `commit`'s tree into `gitdir`; return the tree."""
-    tree = git(mirror, "rev-parse", f"{commit}^{{tree}}").stdout.decode().strip()
-    objects = git(mirror, "rev-list", "--objects", tree).stdout
-    # --window=0: no delta search (measured faster); existing deltas are still reused.
+def _copy_tree_objects(mirror: Path, commit: str, gitdir: Path, env: dict[str, str]) -> str:
+    """Pack exactly the objects reachable from `commit`'s tree into `gitdir`; return the tree.
+
+    pack-objects runs in the workspace's repository with the mirror's objects as an alternate
+    (for this command only: the workspace keeps no link to the mirror), so its temporary pack
+    is written, and renamed, inside the workspace: the mirror is never written, and may sit on
+    another filesystem. No compression and no delta search (--window=0; the mirror's deltas
+    between objects of the tree are still reused): this pack lives for one evaluation, and
+    compressing it cost sympy's 2,100 objects 2.3 s of 2.6 (0.3 s without).
+    """
+    proc = git(mirror, "rev-parse", "--git-common-dir", f"{commit}^{{commit}}", check=False)
+    lines = proc.stdout.decode().split()
+    if proc.returncode != 0 or len(lines) != 2:
+        raise _missing_commit(mirror, commit)
+    objects = (mirror / lines[0]).resolve() / "objects"
+    tree = git(mirror, "rev-parse", f"{lines[1]}^{{tree}}").stdout.decode().strip()
+    listing = git(mirror, "rev-list", "--objects", tree).stdout
+    pack_env = {**env, "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(objects)}
     git(
-        mirror,
+        gitdir.parent,
+        "-c",
+        "pack.compression=0",
         "pack-objects",
         "-q",
         "--window=0",
         str(gitdir / "objects" / "pack" / "pack"),
-        input=objects,
+        input=listing,
+        env=pack_env,
     )
     return tree
+
+
+def _write_commit(gitdir: Path, tree: str) -> str:
+    """Write the workspace's one commit (fixed identity, date and message) as a loose object,
+    as `git commit-tree` would, without starting git for it; return its id."""
+    name, email = WORKSPACE_IDENTITY
+    who = f"{name} <{email}> {WORKSPACE_DATE}"
+    body = f"tree {tree}\nauthor {who}\ncommitter {who}\n\n{WORKSPACE_MESSAGE}\n".encode()
+    data = b"commit %d\0" % len(body) + body
+    sha = hashlib.sha1(data, usedforsecurity=False).hexdigest()  # git's object id
+    path = gitdir / "objects" / sha[:2] / sha[2:]
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes(zlib.compress(data))
+    path.chmod(0o444)
+    return sha
 
 
 def _log_submodules(dest: Path, env: dict[str, str]) -> None:
