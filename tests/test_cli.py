@@ -30,6 +30,9 @@ HEAVY = (
     "swebounty.collect.github",
     "swebounty.executors",
     "ray",
+    # typer's rich help: rich.markdown, markdown-it, pygments (see cli/__init__.py)
+    "typer.rich_utils",
+    "markdown_it",
 )
 
 

@@ -23,7 +23,9 @@ from swebounty.cli._common import (
     where,
 )
 
-envs_app = typer.Typer(help="The environment cache: list, build ahead of a run, prune.")
+envs_app = typer.Typer(
+    help="The environment cache: list, build ahead of a run, prune.", rich_markup_mode=None
+)
 
 
 def _size(n: int | None) -> str:
