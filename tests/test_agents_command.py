@@ -96,7 +96,8 @@ def _hostile_agent(tmp_path: Path, targets: dict[str, object]) -> Path:
             if os.path.lexists(path):
                 found["paths"].append(path)
         needles = [n.encode() for n in T["needles"]]
-        for top in ("/",):
+        # /dev is skipped, but its shm may hold workspaces (repos.workspace_root): searched too
+        for top in ("/", "/dev/shm"):
             for root, dirs, files in os.walk(top):
                 dirs[:] = [d for d in dirs if os.path.join(root, d) not in ("/proc", "/sys", "/dev", "/usr")]
                 for name in files:
