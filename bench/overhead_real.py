@@ -48,8 +48,8 @@ from swebounty import safefs
 from swebounty.demo import build_demo
 from swebounty.integrity import revert_test_infra
 from swebounty.patches import apply_patch, files_in_patch, reset_files
-from swebounty.repos import commit_date, ensure_mirror, make_workspace, workspace_root
-from swebounty.runs import EvalContext, build_task_env, evaluate_run
+from swebounty.repos import commit_date, ensure_mirror, make_workspace
+from swebounty.runs import EvalContext, build_task_env, evaluate_run, work_root
 from swebounty.sandbox.base import Mount
 from swebounty.store import Store
 from swebounty.tasks import Submission, Task, gold_submissions, load_tasks
@@ -358,7 +358,9 @@ def main() -> None:
         sys.exit(f"not in {args.dataset}: {', '.join(missing)}")
     tasks = [by_id[i] for i in ids]
     # Where the harness puts its workspaces, so bare pytest reads the same kind of filesystem.
-    work = Path(tempfile.mkdtemp(prefix="swebounty-overhead-", dir=workspace_root()))
+    root = work_root(args.cache_dir.expanduser().resolve())
+    root.mkdir(mode=0o711, parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="swebounty-overhead-", dir=root))
     load = os.getloadavg()
     ctx = EvalContext.create(
         cache_dir=args.cache_dir, runs_dir=work / "runs", repos_dir=args.repos_dir, workers=2
