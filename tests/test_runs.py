@@ -98,6 +98,21 @@ def test_unsafe_backend_runs_the_demo_and_says_so(cache_dir: Path, tmp_path: Pat
     assert report["resolved_instances"] == 4 and report["unsafe"] is True
 
 
+def test_unsafe_runs_side_by_side_write_their_own_junit_files(
+    cache_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Without a sandbox's private /tmp, a fixed JUnit path is shared by every run on the host:
+    # two workers read each other's results. Taken here, so a run that still uses it fails.
+    from swebounty import testrun
+
+    taken = tmp_path / "taken.xml"
+    taken.mkdir()
+    monkeypatch.setattr(testrun, "JUNIT_IN_SANDBOX", str(taken))
+    runs = tmp_path / "runs"
+    _eval(cache_dir, runs, "--demo", "--gold", "--run-id", "u2", "--unsafe", "--workers", "2")
+    assert _report(runs, "u2")["resolved_instances"] == 4
+
+
 @pytest.mark.network
 def test_the_python_api_returns_the_verdicts(cache_dir: Path, tmp_path: Path) -> None:
     import swebounty

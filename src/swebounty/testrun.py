@@ -299,7 +299,12 @@ def _run_guarded(
     # its install put in the layer.
     config["own_dirs"] = [str(workspace), *map(str, task_env.rw_paths)]
     python, extra = _split_prefix(task_env.test_prefix)
-    config["args"] = [*extra, *config["args"]]  # type: ignore[misc]
+    args: list[str] = [*extra, *config["args"]]  # type: ignore[misc]
+    if not sandbox.isolated:
+        # The unsafe backend has no private /tmp: runs side by side would share one file.
+        config["junit"] = str(scratch / "junit.xml")
+        args = [f"--junitxml={config['junit']}" if a.startswith("--junitxml=") else a for a in args]
+    config["args"] = args
     guard_dir = scratch / "guard"
     guard_dir.mkdir(mode=0o755)
     write_config(guard_dir / "config.json", config)
