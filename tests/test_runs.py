@@ -431,6 +431,9 @@ def test_ctrl_c_stops_the_run_at_once_and_a_rerun_does_exactly_the_rest(
         stderr=subprocess.STDOUT,
         start_new_session=True,  # its own process group, as a terminal's foreground job
         env={**os.environ, "COLUMNS": "200"},  # task ids in full in the partial table
+        # A terminal's foreground job gets SIGINT; a test run in the background of a shell
+        # without job control inherits it ignored (and then Python would rightly ignore it).
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     db = runs / "runs.sqlite"
     deadline = time.monotonic() + 180
