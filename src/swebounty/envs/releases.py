@@ -13,6 +13,7 @@ import re
 import subprocess
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
@@ -25,20 +26,8 @@ def release_uploads(
 ) -> list[tuple[Version, datetime]] | None:
     """Every version of `name` with a file still on the index, with the time its first file was
     uploaded, oldest first (yanked ones included). None when the index cannot be read."""
-    import httpx  # only on these rare paths: importing it costs ~0.1 s of every warm start
-
-    url = f"{index.rstrip('/')}/{canonicalize_name(name)}/"
-    try:
-        resp = httpx.get(
-            url,
-            headers={"Accept": "application/vnd.pypi.simple.v1+json"},
-            timeout=30,
-            follow_redirects=True,
-        )
-        resp.raise_for_status()
-        files = resp.json().get("files", [])
-    except (httpx.HTTPError, ValueError) as exc:
-        log.warning("could not read the index page of %s: %s", name, exc)
+    files = _index_files(name, index)
+    if files is None:
         return None
     first: dict[Version, datetime] = {}
     for f in files:
@@ -52,9 +41,9 @@ def release_uploads(
     return sorted(first.items(), key=lambda item: item[1])
 
 
-def sdist_size(name: str, version: str, index: str = "https://pypi.org/simple") -> int | None:
-    """Bytes of the source distribution of `name` `version` on the index; None if unknown."""
-    import httpx
+def _index_files(name: str, index: str) -> list[dict[str, Any]] | None:
+    """The files of `name`'s page on a PEP 691 (JSON) simple index; None if it cannot be read."""
+    import httpx  # only on these rare paths: importing it costs ~0.1 s of every warm start
 
     url = f"{index.rstrip('/')}/{canonicalize_name(name)}/"
     try:
@@ -65,9 +54,20 @@ def sdist_size(name: str, version: str, index: str = "https://pypi.org/simple") 
             follow_redirects=True,
         )
         resp.raise_for_status()
-        files = resp.json().get("files", [])
+        body = resp.json()
+        files = body.get("files", []) if isinstance(body, dict) else None
+        if not isinstance(files, list):
+            raise ValueError("the page holds no list of files")
     except (httpx.HTTPError, ValueError) as exc:
         log.warning("could not read the index page of %s: %s", name, exc)
+        return None
+    return [f for f in files if isinstance(f, dict)]
+
+
+def sdist_size(name: str, version: str, index: str = "https://pypi.org/simple") -> int | None:
+    """Bytes of the source distribution of `name` `version` on the index; None if unknown."""
+    files = _index_files(name, index)
+    if files is None:
         return None
     for f in files:
         filename = f.get("filename", "")
