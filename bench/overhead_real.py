@@ -49,11 +49,12 @@ from swebounty.demo import build_demo
 from swebounty.integrity import revert_test_infra
 from swebounty.patches import apply_patch, files_in_patch, reset_files
 from swebounty.repos import commit_date, ensure_mirror, make_workspace
-from swebounty.runs import EvalContext, build_task_env, evaluate_run, work_root
+from swebounty.runs import EvalContext, build_task_env, evaluate_run
 from swebounty.sandbox.base import Mount
 from swebounty.store import Store
 from swebounty.tasks import Submission, Task, gold_submissions, load_tasks
 from swebounty.testing import pytest_command, test_files
+from swebounty.workdirs import work_root
 
 # The mix: flask, pylint x2, sympy x2, seaborn, sphinx (environments that build today).
 DEFAULT_TASKS = [

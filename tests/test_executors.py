@@ -31,10 +31,8 @@ from swebounty.executors.worker import (
     Shipped,
     WorkerSpec,
     pack_logs,
-    sweep_dead_work_dirs,
     unpack_logs,
 )
-from swebounty.runs import work_root
 from swebounty.sandbox import bwrap_available
 from swebounty.sandbox._lease import LEASE_BASE
 from swebounty.store import Store
@@ -409,21 +407,6 @@ def test_shipped_logs_are_regular_files_only_and_bounded(tmp_path: Path) -> None
     assert (dest / "test_output.txt").read_text() == "ok\n"
     assert not (dest / "test_output.txt").is_symlink() and not (tmp_path / "victim").exists()
     assert "big.log" in (dest / "logs-left-out.txt").read_text()
-
-
-def test_the_work_dirs_of_dead_workers_are_swept(tmp_path: Path) -> None:
-    gone = max(int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()) + 100_000
-    base = work_root(tmp_path.resolve())
-    stale = base / f"swebounty-{os.getuid()}-ray{gone}-test"
-    live = base / f"swebounty-{os.getuid()}-ray{os.getpid()}-test"
-    for d in (stale, live):
-        (d / "ws").mkdir(parents=True, exist_ok=True)
-    try:
-        sweep_dead_work_dirs(tmp_path)
-        assert not stale.exists() and live.exists()
-    finally:
-        for d in (stale, live):
-            subprocess.run(["rm", "-rf", str(d)], check=False)
 
 
 def test_an_unfit_cluster_is_named_with_what_to_change() -> None:

@@ -17,7 +17,6 @@ import os
 import queue
 import shutil
 import socket
-import tempfile
 import threading
 import time
 import weakref
@@ -38,6 +37,7 @@ from swebounty.sandbox.base import Mount, Policy, RunResult
 from swebounty.store import Store
 from swebounty.tasks import RecordError, Submission, Task, Verdict
 from swebounty.testrun import BaseRun, build_task_env, run_tests
+from swebounty.workdirs import make_work_dir, sweep_dead_work_dirs
 
 __all__ = [
     "EvalContext",
@@ -113,13 +113,15 @@ class EvalContext:
         offline: bool = False,
         keep_test_infra: bool = False,
         memory_bytes: int | None = None,
-        work_label: str = "",
+        work_kind: str = "run",
     ) -> EvalContext:
         """`memory_bytes` per worker defaults to a share of the machine (memory_share);
-        `work_label` goes in the work directory's name (make_work_dir)."""
+        `work_kind` names the work directory (workdirs.make_work_dir); leftovers of this user's
+        dead harnesses on this host are removed first."""
         cache_dir = cache_dir.expanduser().resolve()
         cache_dir.mkdir(parents=True, exist_ok=True)
-        work_dir = make_work_dir(cache_dir, work_label)
+        sweep_dead_work_dirs(cache_dir)
+        work_dir = make_work_dir(cache_dir, work_kind)
         sandboxes: list[Sandbox] = (
             [_NoSandbox()]
             if sandbox == "none"
@@ -168,29 +170,6 @@ class _NoSandbox:
 class RunCancelled(SandboxError):
     """The run was interrupted before this attempt could start its sandbox (an infrastructure
     stop, so the test-running path reports it without a traceback; nothing of it is saved)."""
-
-
-def make_work_dir(cache_dir: Path, label: str = "") -> Path:
-    """A fresh work directory of this user and this process, for workspaces: under the cache
-    (work_root), named `swebounty-<uid>-<label><random>`.
-
-    Under the cache (CACHE/work), not the temp directory: SWE-bench's tests ran in /testbed
-    while their temp files went to /tmp, and some tests depend on the two sharing no top-level
-    directory (docutils writes an included file's path relative to the working directory when
-    they do, and sphinx then names it ../../../pytest-of-USER/...). Never a fixed name: mkdtemp
-    creates it atomically, owned by us; 0711 lets a sandbox user reach its own workspace inside
-    without listing the others (only the task's own paths are mounted into its sandbox anyway).
-    """
-    parent = work_root(cache_dir)
-    parent.mkdir(mode=0o711, parents=True, exist_ok=True)
-    work_dir = Path(tempfile.mkdtemp(prefix=f"swebounty-{os.getuid()}-{label}", dir=parent))
-    os.chmod(work_dir, 0o711)
-    return work_dir
-
-
-def work_root(cache_dir: Path) -> Path:
-    """Where the work directories of runs on `cache_dir` are made (make_work_dir)."""
-    return cache_dir / "work"
 
 
 def memory_share(workers: int, fraction: float = 0.75) -> int:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import socket
 import stat
 import tempfile
@@ -39,7 +38,7 @@ from swebounty.agents import Agent
 from swebounty.attempts import AttemptOptions, run_attempt
 from swebounty.collect.validate import validate_or_reject
 from swebounty.demo import build_demo, demo_name
-from swebounty.runs import EvalContext, evaluate_safely, work_root
+from swebounty.runs import EvalContext, evaluate_safely
 from swebounty.tasks import Submission, Task
 
 log = logging.getLogger(__name__)
@@ -47,7 +46,6 @@ log = logging.getLogger(__name__)
 # What one job may ship back: the logs of an evaluation are small (output is capped by the
 # sandbox), but a web task keeps screenshots and traces.
 MAX_LOG_BYTES = 256 << 20
-_WORK_LABEL = "ray"  # work directories of workers: swebounty-<uid>-ray<pid>-<random>
 
 
 class WorkerSpec(BaseModel):
@@ -138,7 +136,6 @@ def worker_context(spec: WorkerSpec) -> EvalContext:
         ctx = _contexts.get(spec)
         if ctx is None:
             cache = Path(spec.cache_dir)
-            sweep_dead_work_dirs(cache)
             ctx = EvalContext.create(
                 cache_dir=cache,
                 runs_dir=cache,  # never written here: the logs travel to the driver
@@ -150,7 +147,7 @@ def worker_context(spec: WorkerSpec) -> EvalContext:
                 offline=spec.offline,
                 keep_test_infra=spec.keep_test_infra,
                 memory_bytes=spec.memory_bytes,
-                work_label=f"{_WORK_LABEL}{os.getpid()}-",
+                work_kind="ray",
             )
             ctx.executor, ctx.node = "ray", node_label()
             _contexts[spec] = ctx
@@ -170,35 +167,6 @@ def _with_demo(spec: WorkerSpec, ctx: EvalContext, task: Task) -> None:
         if (str(ctx.repos_dir), name) not in _demos:
             build_demo(ctx.repos_dir, name)
             _demos.add((str(ctx.repos_dir), name))
-
-
-def sweep_dead_work_dirs(cache_dir: Path) -> None:
-    """Remove the work directories of this user's workers on `cache_dir` that died (killed
-    mid-job)."""
-    prefix = f"swebounty-{os.getuid()}-{_WORK_LABEL}"
-    for entry in work_root(cache_dir.expanduser().resolve()).glob(f"{prefix}*-*"):
-        pid = entry.name[len(prefix) :].partition("-")[0]
-        if not pid.isdigit() or _alive(int(pid)):
-            continue
-        try:
-            info = entry.lstat()
-        except OSError:
-            continue
-        if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid():
-            problem = safefs.remove_tree(entry)
-            log.info(
-                "removed the work dir of dead worker %s%s", pid, f": {problem}" * bool(problem)
-            )
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 @contextlib.contextmanager
