@@ -12,6 +12,7 @@ import json
 import os
 import socket
 import sys
+import tempfile
 import textwrap
 import uuid
 from pathlib import Path
@@ -58,6 +59,36 @@ def test_the_readme_example_agent_resolves_a_task(demo: Demo, tmp_path: Path) ->
     assert request["status"] == 200 and request["path"] == "/v1/chat/completions"
     prompt = fake.chat_requests[0].body["messages"][0]["content"]
     assert task.problem_statement.strip() in prompt
+
+
+def test_a_cache_with_a_long_path_still_reaches_the_model(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    # The model's unix socket once lived under the cache's work directory: with a cache path
+    # this long it was over the 107 bytes a socket path may have, and every attempt an error.
+    base = tmp_path_factory.mktemp("long")
+    cache = base / ("c" * (150 - len(str(base)) - 1))
+    assert len(str(cache)) >= 150
+    long_demo = demo_in(cache)
+    task = long_demo.task(1)
+    answer = text(f"Here is the fix:\n```diff\n{task.patch}```\n")
+    with FakeOpenAI([answer]) as fake:
+        options = {"command": f"python3 {EXAMPLE}", "model": "fake-model", "base_url": fake.url}
+        agent = create_agent("command", options)
+        [(attempt, verdict)] = run_one(long_demo, tmp_path / "runs", task, agent)
+    assert verdict.status == "resolved", (verdict.reason, attempt.error)
+    assert [r["status"] for r in attempt.trajectory if r["type"] == "model_request"] == [200]
+
+
+def test_a_temp_dir_too_long_for_the_socket_is_refused_before_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    long_temp = tmp_path / ("t" * 120)
+    long_temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(long_temp))
+    with pytest.raises(ValueError, match=r"unix socket .* over the 107 .*TMPDIR"):
+        create_agent("command", {"command": "true", "base_url": "http://127.0.0.1:9/v1"})
+    create_agent("command", {"command": "true"})  # no model, no socket: nothing to refuse
 
 
 @pytest.mark.parametrize(
@@ -137,6 +168,20 @@ def _hostile_agent(tmp_path: Path, targets: dict[str, object]) -> Path:
             found["reached"].append("dns")
         except OSError as e:
             found["errors"]["dns"] = str(e)
+        # The model's socket: to be used, never opened to others, replaced or kept company.
+        sock = os.environ["SWEBOUNTY_MODEL_SOCKET"]
+        found["tampered"] = []
+        for name, act in [
+            ("chmod", lambda: os.chmod(sock, 0o666)),
+            ("chmod dir", lambda: os.chmod(os.path.dirname(sock), 0o777)),
+            ("plant", lambda: open(os.path.join(os.path.dirname(sock), "x"), "w").close()),
+            ("unlink", lambda: os.unlink(sock)),
+        ]:
+            try:
+                act()
+                found["tampered"].append(name)
+            except OSError as e:
+                found["errors"][name] = str(e)
         base = os.environ["OPENAI_BASE_URL"]
         found["model"] = json.load(urllib.request.urlopen(base + "/models"))["data"][0]["id"]
         for path in ("/../admin", "/../../etc/passwd"):
@@ -230,6 +275,7 @@ def test_a_hostile_agent_finds_nothing_hidden_and_reaches_only_the_model(
     assert [Path(hit[1]).name for hit in found["hits"]] == ["task.json"]  # the control
     assert found["commits"] == 1
     assert found["reached"] == [], found["reached"]
+    assert found["tampered"] == [], found["tampered"]
     assert set(found["errors"]) >= {"host loopback", "host address", "internet", "dns udp"}
     assert found["model"] == "fake-model"  # the endpoint, through the proxy
     assert [r.path for r in fake.requests] == ["/v1/models"]

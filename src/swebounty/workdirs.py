@@ -1,9 +1,9 @@
-"""Work directories: where a harness process makes its workspaces, and the sweep of those a dead
-process left behind.
+"""Work directories: where a harness process makes its workspaces (and the short-pathed home of
+its model sockets), and the sweep of those a dead process left behind.
 
 A harness process (a local run, or a Ray worker) makes one work directory under the cache and
 removes it when it ends. A process that is killed cannot remove it, so the name says whose it
-is: `CACHE/work/swebounty-<uid>-<kind><pid>.<host>-<random>`. The next harness of the same user
+is: `PARENT/swebounty-<uid>-<kind><pid>.<host>-<random>`. The next harness of the same user
 on the same host removes those whose process is gone; a cache shared by several hosts is safe,
 since a host never judges another host's processes.
 """
@@ -43,25 +43,42 @@ def make_work_dir(cache_dir: Path, kind: str = "run") -> Path:
     Under the cache (CACHE/work), not the temp directory: SWE-bench's tests ran in /testbed
     while their temp files went to /tmp, and some tests depend on the two sharing no top-level
     directory (docutils writes an included file's path relative to the working directory when
-    they do, and sphinx then names it ../../../pytest-of-USER/...). Never a fixed name: mkdtemp
-    creates it atomically, owned by us; 0711 lets a sandbox user reach its own workspace inside
-    without listing the others (only the task's own paths are mounted into its sandbox anyway).
+    they do, and sphinx then names it ../../../pytest-of-USER/...). 0711 lets a sandbox user
+    reach its own workspace inside without listing the others (only the task's own paths are
+    mounted into its sandbox anyway).
     """
-    if not kind.isalpha() or not kind.islower():
-        raise ValueError(f"a work directory's kind is lowercase letters, not {kind!r}")
     parent = work_root(cache_dir)
     parent.mkdir(mode=0o711, parents=True, exist_ok=True)
-    prefix = f"swebounty-{os.getuid()}-{kind}{os.getpid()}.{host_tag()}-"
-    work_dir = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    work_dir = make_process_dir(parent, kind)
     os.chmod(work_dir, 0o711)
     return work_dir
+
+
+def process_dir_prefix(kind: str) -> str:
+    """The name of this process's directories of `kind`, up to their random part."""
+    if not kind.isalpha() or not kind.islower():
+        raise ValueError(f"a work directory's kind is lowercase letters, not {kind!r}")
+    return f"swebounty-{os.getuid()}-{kind}{os.getpid()}.{host_tag()}-"
+
+
+def make_process_dir(parent: Path, kind: str) -> Path:
+    """A fresh directory in `parent` (mode 0700, this user's), named for this process so that
+    sweep_dead_dirs can remove it if the process dies. Never a fixed name: mkdtemp creates it
+    atomically, so nobody can plant it first, even in a world-writable `parent`."""
+    return Path(tempfile.mkdtemp(prefix=process_dir_prefix(kind), dir=parent))
 
 
 def sweep_dead_work_dirs(cache_dir: Path) -> int:
     """Remove the work directories on `cache_dir` that this user's harness processes on this
     host left when they died (killed mid-run); returns how many were removed."""
+    return sweep_dead_dirs(work_root(cache_dir.expanduser().resolve()))
+
+
+def sweep_dead_dirs(parent: Path) -> int:
+    """Remove the directories in `parent` (make_process_dir) that this user's processes on this
+    host left when they died; returns how many were removed."""
     uid, host, removed = os.getuid(), host_tag(), 0
-    for entry in work_root(cache_dir.expanduser().resolve()).glob(f"swebounty-{uid}-*"):
+    for entry in parent.glob(f"swebounty-{uid}-*"):
         m = _NAME.match(entry.name)
         if not m or int(m[1]) != uid or m[3] != host or _alive(int(m[2])):
             continue

@@ -18,11 +18,11 @@ path named in the command, and each `mounts` entry.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
 import shlex
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, Field
 
 from swebounty.agents.base import AgentResult, PublicTask, source_sha256
-from swebounty.agents.proxy import ModelProxy
+from swebounty.agents.proxy import ModelProxy, check_socket_path, planned_socket_path, serving
 from swebounty.agents.session import Session, WorkspaceGone
 from swebounty.agents.trajectory import from_jsonl, verified
 from swebounty.safefs import read_regular
@@ -74,7 +74,11 @@ class CommandAgent:
 
     @classmethod
     def create(cls, options: dict[str, Any], tasks: Sequence[Task]) -> CommandAgent:
-        return cls(CommandConfig.model_validate(options))
+        config = CommandConfig.model_validate(options)
+        if config.base_url:
+            # Before the run, not in every attempt: a TMPDIR too long for the socket.
+            check_socket_path(planned_socket_path())
+        return cls(config)
 
     def mounts(self) -> list[Path]:
         return [*self.config.mounts, *named_paths(self.config.command)]
@@ -92,28 +96,24 @@ class CommandAgent:
             str(session.tools_dir / "agent_entry.py"),
             self.config.command,
         ]
-        proxy: ModelProxy | None = None
-        # Beside the session's scratch, with a short name: unix socket paths are limited to
-        # 108 bytes (the scratch dir is named after the task, of any length).
-        sock_dir = session.scratch.parent / f"m-{uuid.uuid4().hex[:12]}"
-        try:
+        with contextlib.ExitStack() as stack:
+            proxy: ModelProxy | None = None
             if self.config.base_url:
-                sock_dir.mkdir(mode=0o711)
-                socket_path = sock_dir / "model.sock"
                 key = os.environ.get(self.config.api_key_env) if self.config.api_key_env else None
-                proxy = ModelProxy(
-                    socket_path, self.config.base_url, model=self.config.model, api_key=key
+                proxy = stack.enter_context(
+                    serving(
+                        self.config.base_url,
+                        model=self.config.model,
+                        api_key=key,
+                        give_to=session.sandbox.prepare_workdir,
+                    )
                 )
-                proxy.start()
-                session.sandbox.prepare_workdir(sock_dir)
-                mounts.append(Mount(path=sock_dir))
-                extra_env["SWEBOUNTY_MODEL_SOCKET"] = str(socket_path)
+                # Read-only: the agent connects (that needs no write to the mount), but cannot
+                # chmod the socket or add anything beside it. Same path inside as outside: the
+                # host path is short (check_socket_path), and so the one the agent dials.
+                mounts.append(Mount(path=proxy.socket_path.parent))
+                extra_env["SWEBOUNTY_MODEL_SOCKET"] = str(proxy.socket_path)
             result = session.run(argv, extra_mounts=mounts, extra_env=extra_env)
-        finally:
-            if proxy is not None:
-                proxy.stop()
-            if sock_dir.exists():
-                os.rmdir(sock_dir)
         return self._result(session, result, proxy)
 
     def _result(self, session: Session, run: Any, proxy: ModelProxy | None) -> AgentResult:

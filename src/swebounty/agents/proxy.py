@@ -6,6 +6,10 @@ own loopback as $OPENAI_BASE_URL). The proxy forwards requests under `/v1/` to t
 upstream only: no other host, no other path. It adds the API key itself (the key never
 enters the sandbox), pins the request's `model` to the run's model (provenance stays true), and
 counts the tokens of every answer (JSON or server-sent events) for the attempt's cost.
+
+The socket lives in a private directory of its own under the system's temp dir (`serving`),
+not under the cache: a unix socket's path holds at most 107 bytes, and a cache path of any
+length with a work directory and a task's name below it does not fit.
 """
 
 from __future__ import annotations
@@ -14,8 +18,12 @@ import json
 import logging
 import os
 import socketserver
+import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import cache
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from types import TracebackType
@@ -24,7 +32,15 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from swebounty.safefs import remove_tree
+from swebounty.workdirs import make_process_dir, process_dir_prefix, sweep_dead_dirs
+
 log = logging.getLogger(__name__)
+
+# sun_path is 108 bytes with its final NUL: a longer path cannot be bound, nor connected to.
+SOCKET_PATH_MAX = 107
+SOCKET_NAME = "model.sock"
+_DIR_KIND = "sock"  # /tmp/swebounty-<uid>-sock<pid>.<host>-<random>/model.sock
 
 MAX_REQUEST_BYTES = 32 << 20
 _ACCOUNTED_BYTES = 8 << 20  # of an answer, read for its `usage`
@@ -102,11 +118,13 @@ class ModelProxy:
         self.stop()
 
     def start(self) -> None:
+        check_socket_path(self.socket_path)
         self.socket_path.unlink(missing_ok=True)
         self._server = _Server(str(self.socket_path), _Handler)
         self._server.proxy = self
-        # The sandbox uid connects to it: connecting to a unix socket needs write permission.
-        os.chmod(self.socket_path, 0o666)
+        # Connecting needs write permission on the socket: its owner's alone (serving gives it
+        # to the sandbox's uid), or any local user could spend the run's model key.
+        os.chmod(self.socket_path, 0o600)
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )
@@ -200,6 +218,61 @@ class ModelProxy:
                 self.tokens_in += tokens_in
                 self.tokens_out += tokens_out
                 self.counted = True
+
+
+def check_socket_path(path: Path) -> None:
+    """Raise ValueError, saying what to do, when `path` is too long for a unix socket."""
+    size = len(os.fsencode(path))
+    if size > SOCKET_PATH_MAX:
+        raise ValueError(
+            f"the model proxy's unix socket {path} would be {size} bytes long, over the "
+            f"{SOCKET_PATH_MAX} the kernel allows: point TMPDIR at a directory with a shorter "
+            "path (e.g. export TMPDIR=/tmp)"
+        )
+
+
+def planned_socket_path() -> Path:
+    """Where `serving` would put a socket (its random part as placeholders): check_socket_path
+    it before a run starts rather than fail every attempt."""
+    name = process_dir_prefix(_DIR_KIND) + "x" * 8  # mkdtemp's random part is 8 characters
+    return Path(tempfile.gettempdir()) / name / SOCKET_NAME
+
+
+@contextmanager
+def serving(
+    upstream: str,
+    *,
+    model: str | None = None,
+    api_key: str | None = None,
+    give_to: Callable[[Path], None] = lambda path: None,
+) -> Iterator[ModelProxy]:
+    """A started ModelProxy whose socket is in a fresh private directory under the temp dir;
+    `give_to(socket)` hands the socket to the uid that will connect (Sandbox.prepare_workdir).
+
+    Who can reach it: the directory is this user's, 0700 (0711 when the socket was given to
+    another uid, so that uid can get to it: it can traverse, not list nor write); the socket is
+    0600 and owned by the connecting uid. Another local user cannot connect, and the directory
+    holds nothing else. The sandbox mounts the directory read-only: the agent can neither
+    chmod the socket nor put anything beside it.
+    """
+    temp = Path(tempfile.gettempdir())
+    _sweep_once(temp)
+    sock_dir = make_process_dir(temp, _DIR_KIND)
+    try:
+        with ModelProxy(sock_dir / SOCKET_NAME, upstream, model=model, api_key=api_key) as proxy:
+            give_to(proxy.socket_path)
+            if os.lstat(proxy.socket_path).st_uid != os.getuid():
+                os.chmod(sock_dir, 0o711)  # only now: the socket is 0600 and no longer ours
+            yield proxy
+    finally:
+        if problem := remove_tree(sock_dir):
+            log.warning("could not remove the model socket's directory: %s", problem)
+
+
+@cache
+def _sweep_once(temp: Path) -> None:
+    """Socket directories this user's killed harnesses left in `temp` (once per process)."""
+    sweep_dead_dirs(temp)
 
 
 def _usage(text: str) -> dict[str, Any] | None:

@@ -91,5 +91,6 @@ class Sandbox(Protocol):
         ...
 
     def prepare_workdir(self, path: Path) -> None:
-        """Make `path` (a workspace or output dir) writable by the sandbox's user."""
+        """Make `path` (a workspace or output dir, or a socket to connect to) the sandbox
+        user's."""
         ...

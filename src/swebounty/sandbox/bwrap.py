@@ -18,6 +18,7 @@ import logging
 import os
 import pwd
 import shutil
+import stat
 import subprocess
 import tempfile
 import time
@@ -114,7 +115,8 @@ class BwrapSandbox:
             self.uid, self.gid = os.getuid(), os.getgid()
 
     def prepare_workdir(self, path: Path) -> None:
-        """Give the tree at `path` to the sandbox uid (the workspace must be owned by it).
+        """Give the tree (or the file) at `path` to the sandbox uid (the workspace must be
+        owned by it).
 
         Iterative and link-safe: the tree may hold whatever a patch put there."""
         if not self.as_root:
@@ -326,8 +328,11 @@ def _bwrap_version(bwrap: str) -> tuple[int, ...]:
 
 
 def chown_tree(path: Path, uid: int, gid: int) -> None:
-    """lchown every entry under `path` (and `path`), iteratively, never through a link."""
+    """lchown every entry under `path` (and `path`, which may be a single file such as a
+    socket), iteratively, never through a link."""
     os.chown(path, uid, gid, follow_symlinks=False)
+    if not stat.S_ISDIR(os.lstat(path).st_mode):
+        return
     pending: list[list[str]] = [[]]
     while pending:
         parts = pending.pop()
