@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from swebounty import store as store_module
-from swebounty.store import Store, StoreError, check_run_id
+from swebounty.store import Store, StoreError, check_run_id, schema
 from swebounty.tasks import Attempt, RecordError, Submission, Verdict
 from swebounty.tasks import TestResult as Result  # a Test* name would be collected
 
@@ -51,7 +50,7 @@ def store(tmp_path: Path) -> Store:
 def test_open_dir_uses_runs_sqlite_in_wal_mode(tmp_path: Path) -> None:
     with Store.open(tmp_path) as s:
         assert s.path == tmp_path / "runs.sqlite"
-        assert s.schema_version == len(store_module.MIGRATIONS)
+        assert s.schema_version == len(schema.MIGRATIONS)
     db = sqlite3.connect(tmp_path / "runs.sqlite")
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -79,8 +78,8 @@ def test_migration_hook_runs_new_steps_once(
         calls.append(1)
         db.execute("ALTER TABLE runs ADD COLUMN note TEXT")
 
-    steps = len(store_module.MIGRATIONS)
-    monkeypatch.setattr(store_module, "MIGRATIONS", [*store_module.MIGRATIONS, add_column])
+    steps = len(schema.MIGRATIONS)
+    monkeypatch.setattr(schema, "MIGRATIONS", [*schema.MIGRATIONS, add_column])
     with Store.open(tmp_path) as s:
         assert s.schema_version == steps + 1
     Store.open(tmp_path).close()
@@ -91,13 +90,13 @@ def test_a_store_made_before_agent_runs_is_migrated_with_its_data(tmp_path: Path
     db = sqlite3.connect(tmp_path / "runs.sqlite")
     db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
     db.execute("INSERT INTO schema_version VALUES (1)")
-    for statement in store_module._SCHEMA_V1.split(";"):
+    for statement in schema._SCHEMA_V1.split(";"):
         db.execute(statement)
     db.execute("INSERT INTO runs VALUES ('old', 'now', 'd.jsonl', '{}', 'bwrap', 0)")
     db.commit()
     db.close()
     with Store.open(tmp_path) as s:
-        assert s.schema_version == len(store_module.MIGRATIONS)
+        assert s.schema_version == len(schema.MIGRATIONS)
         assert s.run("old") is not None and s.attempts("old") == []
         s.save_attempt("old", Attempt(instance_id="t", agent="llm", status="skipped"))
         assert [a.status for a in s.attempts("old")] == ["skipped"]

@@ -1,9 +1,8 @@
-"""SQLite store of runs, submissions, verdicts, per-test results and bad records.
+"""SQLite store of runs, submissions, verdicts, per-test results, bad records and agent attempts.
 
-One file, `<runs_dir>/runs.sqlite`, in WAL mode. Every verdict is committed in its own
-transaction together with its test results, so a run killed at any moment keeps every verdict
-it saved and never holds half of one. One connection is shared by the threads of a process
-behind a lock; other processes may open the same file (WAL + busy_timeout serialise writers).
+One file, `<runs_dir>/runs.sqlite` (database.py: the connection, WAL mode, migrations; schema.py:
+the tables). Every verdict is committed in its own transaction together with its test results,
+so a run killed at any moment keeps every verdict it saved and never holds half of one.
 """
 
 from __future__ import annotations
@@ -11,155 +10,19 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-import threading
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
-from datetime import datetime, timezone
+from collections.abc import Iterable
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
+from swebounty.store.database import DB_NAME, Database, StoreError, now, storable
 from swebounty.tasks import Attempt, RecordError, Submission, Verdict
 
-DB_NAME = "runs.sqlite"
-BUSY_TIMEOUT_MS = 30_000
-
-_SCHEMA_V1 = """
-CREATE TABLE runs (
-    run_id TEXT PRIMARY KEY,
-    created_at TEXT NOT NULL,
-    dataset TEXT NOT NULL,
-    config TEXT NOT NULL,
-    sandbox TEXT NOT NULL,
-    unsafe INTEGER NOT NULL
-);
-CREATE TABLE submissions (
-    run_id TEXT NOT NULL REFERENCES runs(run_id),
-    instance_id TEXT NOT NULL,
-    attempt INTEGER NOT NULL,
-    model_name_or_path TEXT NOT NULL,
-    model_patch TEXT,
-    meta TEXT NOT NULL,
-    UNIQUE (run_id, instance_id, attempt)
-);
-CREATE TABLE verdicts (
-    run_id TEXT NOT NULL REFERENCES runs(run_id),
-    instance_id TEXT NOT NULL,
-    attempt INTEGER NOT NULL,
-    status TEXT NOT NULL,
-    empty_patch INTEGER NOT NULL,
-    reason TEXT NOT NULL,
-    hack_flags TEXT NOT NULL,
-    patch_method TEXT,
-    exit_code INTEGER,
-    env_key TEXT,
-    seconds REAL NOT NULL,
-    log_dir TEXT,
-    verdict TEXT NOT NULL,
-    finished_at TEXT NOT NULL,
-    UNIQUE (run_id, instance_id, attempt)
-);
-CREATE TABLE test_results (
-    run_id TEXT NOT NULL,
-    instance_id TEXT NOT NULL,
-    attempt INTEGER NOT NULL,
-    test_id TEXT NOT NULL,
-    expected TEXT NOT NULL,
-    status TEXT NOT NULL,
-    message TEXT NOT NULL
-);
-CREATE INDEX test_results_key ON test_results (run_id, instance_id, attempt);
-CREATE TABLE record_errors (
-    run_id TEXT NOT NULL,
-    source TEXT NOT NULL,
-    location TEXT NOT NULL,
-    message TEXT NOT NULL,
-    UNIQUE (run_id, source, location, message)
-);
-"""
-
-# Agent runs (`swebounty run`): each attempt with its trajectory, and what produced the run.
-_SCHEMA_V2 = """
-CREATE TABLE attempts (
-    run_id TEXT NOT NULL REFERENCES runs(run_id),
-    instance_id TEXT NOT NULL,
-    attempt INTEGER NOT NULL,
-    agent TEXT NOT NULL,
-    model TEXT,
-    status TEXT NOT NULL,
-    stop_reason TEXT NOT NULL,
-    error TEXT NOT NULL,
-    tokens_in INTEGER,
-    tokens_out INTEGER,
-    cost_usd REAL,
-    seconds REAL NOT NULL,
-    verified INTEGER,
-    trajectory TEXT NOT NULL,
-    record TEXT NOT NULL,
-    finished_at TEXT NOT NULL,
-    UNIQUE (run_id, instance_id, attempt)
-);
-CREATE TABLE provenance (
-    run_id TEXT PRIMARY KEY REFERENCES runs(run_id),
-    provenance TEXT NOT NULL
-);
-"""
-
-# Version 3: a verdict that is replaced (an `error` re-evaluated on resume, a --force redo)
-# moves here first, so an attempt's earlier outcomes stay on record.
-_SCHEMA_V3 = """
-CREATE TABLE verdict_history (
-    run_id TEXT NOT NULL,
-    instance_id TEXT NOT NULL,
-    attempt INTEGER NOT NULL,
-    status TEXT NOT NULL,
-    verdict TEXT NOT NULL,
-    finished_at TEXT NOT NULL,
-    replaced_at TEXT NOT NULL
-);
-CREATE INDEX verdict_history_key ON verdict_history (run_id, instance_id, attempt);
-"""
-
-Migration = Callable[[sqlite3.Connection], None]
-
-
-def _script(sql: str) -> Migration:
-    """A migration running each statement of `sql` inside the caller's transaction.
-
-    (`executescript` would commit first, letting two processes migrate the same file at once.)
-    """
-
-    def migrate(db: sqlite3.Connection) -> None:
-        for statement in sql.split(";"):
-            if statement.strip():
-                db.execute(statement)
-
-    return migrate
-
-
-# MIGRATIONS[i] takes a database from schema version i to i + 1. Append, never edit.
-MIGRATIONS: list[Migration] = [_script(_SCHEMA_V1), _script(_SCHEMA_V2), _script(_SCHEMA_V3)]
+__all__ = ["DB_NAME", "Store", "StoreError", "check_run_id"]
 
 # A run id names a row and a folder under the runs directory: nothing that could leave it.
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 _SUBMISSION_COLUMNS = ("instance_id", "attempt", "model_name_or_path", "model_patch")
-
-
-class StoreError(Exception):
-    """The store cannot be used as it is; the message says what to do."""
-
-
-def _storable(value: Any) -> Any:
-    """`value` with every string made valid UTF-8 (a lone surrogate becomes U+FFFD): SQLite
-    and JSON refuse them, and one bad string must not cost a verdict."""
-    if isinstance(value, str):
-        return re.sub("[\ud800-\udfff]", "\ufffd", value)
-    if isinstance(value, dict):
-        return {_storable(k): _storable(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_storable(v) for v in value]
-    return value
 
 
 def check_run_id(run_id: str) -> str:
@@ -173,92 +36,16 @@ def check_run_id(run_id: str) -> str:
     return run_id
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-class Store:
+class Store(Database):
     """Runs, submissions and verdicts in one SQLite file. Safe to share between threads."""
-
-    def __init__(self, path: str | Path) -> None:
-        path = Path(path)
-        if path.is_dir():
-            path = path / DB_NAME
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.path = path
-        self._lock = threading.RLock()
-        # Autocommit mode: transactions are opened explicitly with BEGIN IMMEDIATE, which takes
-        # the write lock up front instead of failing on a read-to-write upgrade.
-        self._db = sqlite3.connect(
-            path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
-        )
-        self._db.row_factory = sqlite3.Row
-        self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        self._db.execute("PRAGMA journal_mode = WAL")
-        # NORMAL in WAL mode survives a killed process (only an OS crash can lose the last
-        # commits), and is much faster than FULL.
-        self._db.execute("PRAGMA synchronous = NORMAL")
-        try:
-            self._migrate()
-        except BaseException:
-            self._db.close()
-            raise
 
     @classmethod
     def open(cls, path: str | Path) -> Store:
         """Open (creating if needed) the store at `path`, a file or a runs directory."""
         return cls(path)
 
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
-
     def __enter__(self) -> Store:
         return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
-
-    def _read(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
-        with self._lock:
-            return self._db.execute(sql, tuple(params)).fetchall()
-
-    def _migrate(self) -> None:
-        """Bring the file to the newest schema, in one transaction (all steps or none)."""
-        with self._write() as db:
-            db.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
-            row = db.execute("SELECT version FROM schema_version").fetchone()
-            if row is None:
-                db.execute("INSERT INTO schema_version VALUES (0)")
-            version = row[0] if row else 0
-            if version > len(MIGRATIONS):
-                raise StoreError(
-                    f"{self.path} has schema version {version}, newer than this swebounty "
-                    f"understands ({len(MIGRATIONS)}); upgrade swebounty or use another runs dir"
-                )
-            for step in MIGRATIONS[version:]:
-                step(db)
-            db.execute("UPDATE schema_version SET version = ?", (len(MIGRATIONS),))
-
-    @property
-    def schema_version(self) -> int:
-        return int(self._read("SELECT version FROM schema_version")[0][0])
 
     # ------------------------------------------------------------------------ runs
 
@@ -278,7 +65,7 @@ class Store:
                      config = excluded.config,
                      sandbox = excluded.sandbox,
                      unsafe = max(runs.unsafe, excluded.unsafe)""",
-                (run_id, _now(), dataset, json.dumps(config, default=str), sandbox, int(unsafe)),
+                (run_id, now(), dataset, json.dumps(config, default=str), sandbox, int(unsafe)),
             )
         run = self.run(run_id)
         assert run is not None
@@ -324,7 +111,7 @@ class Store:
 
     @staticmethod
     def _upsert_submission(db: sqlite3.Connection, run_id: str, sub: Submission) -> bool:
-        sub = Submission.model_validate(_storable(sub.model_dump()))
+        sub = Submission.model_validate(storable(sub.model_dump()))
         data = sub.model_dump(mode="json")
         meta = json.dumps({k: v for k, v in data.items() if k not in _SUBMISSION_COLUMNS})
         values = (run_id, sub.instance_id, sub.attempt, sub.model_name_or_path, sub.model_patch)
@@ -362,7 +149,7 @@ class Store:
 
     def save_verdict(self, run_id: str, verdict: Verdict) -> None:
         """Commit a verdict and its test results atomically, replacing any for the same key."""
-        verdict = Verdict.model_validate(_storable(verdict.model_dump()))
+        verdict = Verdict.model_validate(storable(verdict.model_dump()))
         key = (run_id, verdict.instance_id, verdict.attempt)
         with self._write() as db:
             self._delete(db, [key])  # an earlier verdict moves to verdict_history
@@ -383,7 +170,7 @@ class Store:
                     verdict.seconds,
                     verdict.log_dir,
                     verdict.model_dump_json(),
-                    _now(),
+                    now(),
                 ),
             )
             db.executemany(
@@ -401,11 +188,11 @@ class Store:
     @staticmethod
     def _delete(db: sqlite3.Connection, keys: list[tuple[str, str, int]]) -> int:
         where = "WHERE run_id = ? AND instance_id = ? AND attempt = ?"
-        now = _now()
+        replaced_at = now()
         db.executemany(
             f"""INSERT INTO verdict_history
                 (run_id, instance_id, attempt, status, verdict, finished_at, replaced_at)
-                SELECT run_id, instance_id, attempt, status, verdict, finished_at, '{now}'
+                SELECT run_id, instance_id, attempt, status, verdict, finished_at, '{replaced_at}'
                 FROM verdicts {where}""",
             keys,
         )
@@ -445,7 +232,7 @@ class Store:
 
     def add_record_error(self, run_id: str, error: RecordError) -> None:
         """Remember a bad input record; the same error seen again on resume is kept once."""
-        error = RecordError.model_validate(_storable(error.model_dump()))
+        error = RecordError.model_validate(storable(error.model_dump()))
         with self._write() as db:
             db.execute(
                 """INSERT OR IGNORE INTO record_errors (run_id, source, location, message)
@@ -496,7 +283,7 @@ class Store:
                     verified,
                     "".join(json.dumps(e, default=str) + "\n" for e in attempt.trajectory),
                     record,
-                    _now(),
+                    now(),
                 ),
             )
             self._upsert_submission(db, run_id, attempt.submission())
