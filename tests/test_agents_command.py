@@ -22,7 +22,8 @@ import pytest
 from agent_helpers import Demo, demo_in, needs_bwrap, run_one
 from fake_openai import FakeOpenAI, text
 from swebounty.agents import create_agent
-from swebounty.tasks import Task, write_jsonl
+from swebounty.records import write_jsonl
+from swebounty.tasks import Task
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.network, needs_bwrap]
 

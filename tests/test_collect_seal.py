@@ -20,7 +20,8 @@ from swebounty.collect.seal import (
     seal,
     verify_seal,
 )
-from swebounty.tasks import Task, write_jsonl
+from swebounty.records import write_jsonl
+from swebounty.tasks import Task
 
 
 def _tasks() -> list[Task]:

@@ -21,8 +21,9 @@ import pytest
 
 from collect_helpers import GitRepo
 from swebounty.demo import MIRROR_NAME, build_demo
+from swebounty.records import write_jsonl
 from swebounty.sandbox import bwrap_available
-from swebounty.tasks import Task, write_jsonl
+from swebounty.tasks import Task
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"

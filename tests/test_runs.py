@@ -345,7 +345,7 @@ def test_an_error_from_a_wrong_repos_dir_becomes_a_verdict_on_the_rerun(
     cache_dir: Path, tmp_path: Path
 ) -> None:
     from swebounty.demo import build_demo
-    from swebounty.tasks import write_jsonl
+    from swebounty.records import write_jsonl
 
     mirror, tasks = build_demo(cache_dir / "demo")
     data = tmp_path / "tasks.jsonl"

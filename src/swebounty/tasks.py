@@ -1,9 +1,11 @@
-"""Task, Submission and Verdict: the data that crosses every boundary (files, CLI, store).
+"""Task, Submission, Attempt and Verdict: the data that crosses every boundary (files, CLI,
+store), and loading datasets and predictions into them.
 
 Reads SWE-bench datasets (`.json` list, `.jsonl`, `.parquet`; FAIL_TO_PASS/PASS_TO_PASS as lists
-or JSON strings; extra fields kept) and Multi-SWE-bench's records (see `multiswe.py`) and SWE-bench predictions (`.jsonl`, `.json` list, `.json`
-dict keyed by instance id). Bad records never stop a load: they come back as `RecordError`s so
-the caller can report each one and go on.
+or JSON strings; extra fields kept), Multi-SWE-bench's records (see `multiswe.py`) and SWE-bench
+predictions (`.jsonl`, `.json` list, `.json` dict keyed by instance id); `records.py` reads the
+files and holds the checks every hostile field passes. Bad records never stop a load: they come
+back as `RecordError`s so the caller can report each one and go on.
 """
 
 from __future__ import annotations
@@ -11,68 +13,33 @@ from __future__ import annotations
 import json
 import logging
 import math
-import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-    field_validator,
-    model_validator,
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from swebounty.records import (
+    COMMIT_ID,
+    REMOTE_HELPER,
+    SAFE_REPO,
+    bounded_text,
+    describe_invalid,
+    read_records,
+    safe_id,
+    strings,
+    undecodable_ids,
 )
 
 log = logging.getLogger(__name__)
 
 TestStatus = Literal["passed", "failed", "error", "skipped", "missing"]
 
-# Every record is hostile until checked: ids become file names, numbers become SQLite integers,
-# text must be storable (a lone surrogate is not UTF-8).
-SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,199}")
-SAFE_REPO = re.compile(r"[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}")
-# A commit id in practice; anything git could take for an option or a range is refused.
-COMMIT_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z._/-]{0,99}")
-# git's `transport::address` syntax runs a remote helper (`ext::sh -c ...` runs any command).
-REMOTE_HELPER = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*::")
 MAX_ATTEMPT = 10_000
 MAX_PATCH_BYTES = 5 * 1024 * 1024  # a submission's patch (patches.DEFAULT_MAX_PATCH_BYTES)
 MAX_TASK_TEXT_BYTES = 32 * 1024 * 1024  # a task's gold or test patch, problem statement
 MAX_EXTRA_BYTES = 1024 * 1024  # a submission's fields beyond SWE-bench's
-
-
-def _safe_id(value: str, what: str = "instance_id") -> str:
-    if not SAFE_ID.fullmatch(value):
-        raise ValueError(
-            f"{what} {value[:80]!r} is not a safe name: use letters, digits and . _ + - "
-            "(at most 200, starting with a letter or digit); it names files and folders"
-        )
-    return value
-
-
-def _text(value: str, limit: int, what: str) -> str:
-    try:
-        size = len(value.encode("utf-8"))
-    except UnicodeEncodeError as exc:
-        raise ValueError(f"{what} is not valid UTF-8 text ({exc.reason} at {exc.start})") from exc
-    if size > limit:
-        raise ValueError(f"{what} is {size} bytes, over the {limit}-byte limit")
-    return value
-
-
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            yield from _strings(k)
-            yield from _strings(v)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            yield from _strings(v)
 
 
 # agent_error: the agent crashed or broke its workspace and submitted nothing (the attempt counts
@@ -155,7 +122,7 @@ class Task(BaseModel):
     @field_validator("instance_id")
     @classmethod
     def _check_id(cls, value: str) -> str:
-        return _safe_id(value)
+        return safe_id(value)
 
     @field_validator("repo")
     @classmethod
@@ -184,9 +151,9 @@ class Task(BaseModel):
     @model_validator(mode="after")
     def _check_text(self) -> Task:
         for field_name in ("patch", "test_patch", "problem_statement", "hints_text"):
-            _text(getattr(self, field_name), MAX_TASK_TEXT_BYTES, field_name)
-        for text in _strings([*self.FAIL_TO_PASS, *self.PASS_TO_PASS, self.model_extra or {}]):
-            _text(text, MAX_TASK_TEXT_BYTES, "a field")
+            bounded_text(getattr(self, field_name), MAX_TASK_TEXT_BYTES, field_name)
+        for text in strings([*self.FAIL_TO_PASS, *self.PASS_TO_PASS, self.model_extra or {}]):
+            bounded_text(text, MAX_TASK_TEXT_BYTES, "a field")
         return self
 
     @property
@@ -213,7 +180,7 @@ class Submission(BaseModel):
     @field_validator("instance_id")
     @classmethod
     def _check_id(cls, value: str) -> str:
-        return _safe_id(value)
+        return safe_id(value)
 
     @field_validator("cost_usd", "seconds")
     @classmethod
@@ -224,11 +191,11 @@ class Submission(BaseModel):
 
     @model_validator(mode="after")
     def _check_text(self) -> Submission:
-        _text(self.model_patch or "", MAX_PATCH_BYTES, "model_patch")
-        _text(self.model_name_or_path, 2000, "model_name_or_path")
+        bounded_text(self.model_patch or "", MAX_PATCH_BYTES, "model_patch")
+        bounded_text(self.model_name_or_path, 2000, "model_name_or_path")
         extra = self.model_extra or {}
-        for text in _strings(extra):
-            _text(text, MAX_EXTRA_BYTES, "a field")
+        for text in strings(extra):
+            bounded_text(text, MAX_EXTRA_BYTES, "a field")
         size = len(json.dumps(extra, default=str))
         if size > MAX_EXTRA_BYTES:
             raise ValueError(f"the extra fields take {size} bytes, over {MAX_EXTRA_BYTES}")
@@ -331,65 +298,13 @@ class RecordError(BaseModel):
 
 # ---------------------------------------------------------------------------- datasets
 
-
-def _records(path: Path) -> Iterator[tuple[str, Any]]:
-    """Yield (location, raw record) from .jsonl, .json (list or dict) or .parquet files.
-
-    A malformed JSON line yields (location, exception) instead of stopping the read.
-    """
-    suffix = path.suffix.lower()
-    if suffix == ".parquet":
-        from swebounty.extras import require
-
-        require("parquet", f"reading {path.name}", "pyarrow")
-        import pyarrow.parquet as pq
-
-        for i, row in enumerate(pq.read_table(path).to_pylist()):
-            yield f"row {i}", row
-        return
-    raw = path.read_bytes()
-    text = raw.decode("utf-8", errors="replace")
-    if suffix == ".jsonl" or (suffix != ".json" and not text.lstrip().startswith(("[", "{"))):
-        yield from _jsonl_text(text)
-        return
-    try:
-        data = json.loads(text)
-    except RecursionError:
-        yield "file", ValueError("JSON nested too deeply")
-        return
-    except json.JSONDecodeError:
-        # A .json file that is really JSON lines: common enough to accept.
-        yield from _jsonl_text(text)
-        return
-    if isinstance(data, list):
-        for i, item in enumerate(data):
-            yield f"item {i}", item
-    elif isinstance(data, dict):
-        for key, item in data.items():
-            if isinstance(item, dict):
-                item = {"instance_id": key, **item}
-            yield f"key {key!r}", item
-    else:
-        yield "file", ValueError(f"expected a JSON list or object, got {type(data).__name__}")
-
-
-def _jsonl_text(text: str) -> Iterator[tuple[str, Any]]:
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            record = exc
-        except RecursionError:
-            record = ValueError("JSON nested too deeply")
-        yield f"line {lineno}", record
+_NOT_UTF8 = "patch is not valid UTF-8; re-encode the patch as UTF-8"
 
 
 def _parse(path: Path, model: type[BaseModel]) -> tuple[list[Any], list[RecordError]]:
     items: list[Any] = []
     errors: list[RecordError] = []
-    for where, raw in _records(path):
+    for where, raw in read_records(path):
         if isinstance(raw, Exception):
             errors.append(RecordError(source=str(path), where=where, message=f"not JSON: {raw}"))
             continue
@@ -409,17 +324,8 @@ def _parse(path: Path, model: type[BaseModel]) -> tuple[list[Any], list[RecordEr
                         raise ValueError(f"not a Multi-SWE-bench record: {exc!r}") from exc
             items.append(model.model_validate(raw))
         except (ValidationError, ValueError, RecursionError) as exc:
-            errors.append(
-                RecordError(source=str(path), where=where, message=_short_validation(exc))
-            )
+            errors.append(RecordError(source=str(path), where=where, message=describe_invalid(exc)))
     return items, errors
-
-
-def _short_validation(exc: Exception) -> str:
-    if isinstance(exc, ValidationError):
-        parts = [f"{'.'.join(map(str, e['loc'])) or 'record'}: {e['msg']}" for e in exc.errors()]
-        return "; ".join(parts[:5])
-    return str(exc)
 
 
 def load_tasks(path: str | Path) -> tuple[list[Task], list[RecordError]]:
@@ -456,37 +362,15 @@ def load_predictions(path: str | Path) -> tuple[list[Submission], list[RecordErr
         raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         # Decoding with replacement would silently corrupt a patch; flag the records instead.
-        errors.extend(_non_utf8_records(path, raw, exc))
+        ids = undecodable_ids(raw)
+        errors += [RecordError(source=str(path), where=i, message=_NOT_UTF8) for i in ids] or [
+            RecordError(source=str(path), where="file", message=f"not valid UTF-8: {exc}")
+        ]
     subs, parse_errors = _parse(path, Submission)
     errors.extend(parse_errors)
-    bad = {e.where for e in errors if e.message.startswith("patch is not valid UTF-8")}
+    bad = {e.where for e in errors if e.message == _NOT_UTF8}
     subs = [s for s in subs if s.instance_id not in bad]
     return subs, errors
-
-
-def _non_utf8_records(path: Path, raw: bytes, exc: UnicodeDecodeError) -> list[RecordError]:
-    errors = []
-    for line in raw.splitlines():
-        try:
-            line.decode("utf-8")
-        except UnicodeDecodeError:
-            text = line.decode("utf-8", errors="replace")
-            try:
-                instance_id = json.loads(text).get("instance_id", "?")
-            except (json.JSONDecodeError, AttributeError):
-                instance_id = "?"
-            errors.append(
-                RecordError(
-                    source=str(path),
-                    where=instance_id,
-                    message="patch is not valid UTF-8; re-encode the patch as UTF-8",
-                )
-            )
-    if not errors:
-        errors.append(
-            RecordError(source=str(path), where="file", message=f"not valid UTF-8: {exc}")
-        )
-    return errors
 
 
 def gold_submissions(tasks: Iterable[Task]) -> list[Submission]:
@@ -508,9 +392,3 @@ def empty_submissions(tasks: Iterable[Task]) -> list[Submission]:
         Submission(instance_id=t.instance_id, model_name_or_path="empty", model_patch="")
         for t in tasks
     ]
-
-
-def write_jsonl(path: str | Path, items: Iterable[BaseModel]) -> None:
-    with Path(path).open("w", encoding="utf-8") as fh:
-        for item in items:
-            fh.write(item.model_dump_json() + "\n")

@@ -178,7 +178,7 @@ def _collect_picks(
     from swebounty.collect.github import GitHubError
     from swebounty.collect.mining import GitError
     from swebounty.collect.picks import mine_picks
-    from swebounty.tasks import write_jsonl
+    from swebounty.records import write_jsonl
 
     tasks, rejects = [], []
     try:
