@@ -46,8 +46,9 @@ from rich.table import Table
 
 from swebounty import safefs
 from swebounty.demo import build_demo
+from swebounty.diffs import files_in_patch
 from swebounty.integrity import revert_test_infra
-from swebounty.patches import apply_patch, files_in_patch, reset_files
+from swebounty.patches import apply_patch, reset_files
 from swebounty.repos import commit_date, ensure_mirror, make_workspace
 from swebounty.runs import EvalContext, build_task_env, evaluate_run
 from swebounty.sandbox.base import Mount

@@ -11,8 +11,9 @@ from typing import Any, cast
 
 import pytest
 
+from swebounty.diffs import files_in_patch
 from swebounty.grading import HACK_FLAGS, grade, hack_flags
-from swebounty.patches import apply_patch, files_in_patch, reset_files
+from swebounty.patches import apply_patch, reset_files
 from swebounty.tasks import Submission, Task, TestStatus
 from swebounty.testing import TestOutcome, parse_junit, pytest_command, test_files
 

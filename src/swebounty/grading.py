@@ -11,7 +11,7 @@ import logging
 import re
 from pathlib import PurePosixPath
 
-from swebounty.patches import FileDiff, PatchError, check_text, parse_patch
+from swebounty.diffs import FileDiff, PatchError, check_text, parse_patch
 from swebounty.tasks import Submission, Task, TestResult, Verdict, VerdictStatus
 from swebounty.testing import TestOutcome, cross_check, match_results, test_files
 

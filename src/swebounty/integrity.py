@@ -25,16 +25,8 @@ import sys
 from pathlib import Path, PurePosixPath
 
 from swebounty import safefs
-from swebounty.patches import (
-    PatchError,
-    _output,
-    _run,
-    files_in_patch,
-    head_entries,
-    parse_patch,
-    read_blobs,
-    reset_files,
-)
+from swebounty.diffs import PatchError, files_in_patch, parse_patch
+from swebounty.patches import _output, _run, head_entries, read_blobs, reset_files
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -1,10 +1,11 @@
-"""Reading and applying unified diffs in a workspace, and putting files back as they were.
+"""Applying patches in a workspace, and putting files back as they were in the base commit.
 
-Patches are untrusted input, applied on the host: every path a patch names is checked (no
-absolute paths, no `..`, nothing under `.git`, which would let a patch plant a git hook or an
-fsmonitor command that the harness's next git call would run), GNU patch is told to read a
-unified diff only (its ed-script mode runs commands), and a failed attempt is rolled back
-before the next one, so a half-applied patch never leaks into the following method.
+Patches are untrusted input, applied on the host: every path a patch names is checked first
+(diffs.check_path: no absolute paths, no `..`, nothing under `.git`, which would let a patch
+plant a git hook or an fsmonitor command that the harness's next git call would run), GNU patch
+is told to read a unified diff only (its ed-script mode runs commands), and a failed attempt is
+rolled back before the next one, so a half-applied patch never leaks into the following method.
+Reading a diff (the files it names, its lines) is `diffs.py`'s.
 """
 
 from __future__ import annotations
@@ -14,17 +15,34 @@ import os
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from unidiff.errors import UnidiffParseError
-from unidiff.patch import PatchSet
-
 from swebounty import safefs
+from swebounty.diffs import (
+    DEFAULT_MAX_PATCH_BYTES,
+    PatchError,
+    check_path,
+    check_text,
+    files_in_patch,
+    parse_patch,
+)
+
+# PatchError, files_in_patch and parse_patch are diffs.py's: listed here because testing.py and
+# testrun.py still import them from this module.
+__all__ = [
+    "COMMAND_TIMEOUT",
+    "PATCH_METHODS",
+    "PatchError",
+    "apply_patch",
+    "files_in_patch",
+    "head_entries",
+    "parse_patch",
+    "read_blobs",
+    "reset_files",
+]
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MAX_PATCH_BYTES = 5 * 1024 * 1024
 COMMAND_TIMEOUT = 120.0
 PATCH_METHODS = ("git", "3way", "fuzz")
 
@@ -38,169 +56,6 @@ _TOOL_ENV = {
     "QUOTING_STYLE": "literal",
     "PATCH_GET": "0",
 }
-
-
-class PatchError(Exception):
-    """A patch that cannot be read or applied; the message says why and what was tried."""
-
-
-@dataclass
-class FileDiff:
-    """One file's part of a patch. `source`/`target` are None for a created/deleted file."""
-
-    source: str | None
-    target: str | None
-    added: list[str] = field(default_factory=list)
-    removed: list[str] = field(default_factory=list)
-    context: list[str] = field(default_factory=list)
-    binary: bool = False
-
-    @property
-    def path(self) -> str:
-        """The path after the patch (the old one for a deleted file)."""
-        return self.target or self.source or ""
-
-    @property
-    def deleted(self) -> bool:
-        return self.target is None
-
-
-# ---------------------------------------------------------------------------- reading
-
-
-def check_text(patch: str | bytes, max_bytes: int = DEFAULT_MAX_PATCH_BYTES) -> str:
-    """The patch as text, or PatchError when it is not UTF-8 or larger than `max_bytes`."""
-    if isinstance(patch, bytes):
-        try:
-            patch = patch.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise PatchError(
-                f"patch is not valid UTF-8 ({exc}); re-encode it as UTF-8 text"
-            ) from exc
-    try:
-        size = len(patch.encode("utf-8"))
-    except UnicodeEncodeError as exc:
-        # Lone surrogates: the text was decoded from non-UTF-8 bytes with surrogateescape.
-        raise PatchError(f"patch is not valid UTF-8 ({exc}); re-encode it as UTF-8 text") from exc
-    if size > max_bytes:
-        raise PatchError(
-            f"patch is {size} bytes, over the {max_bytes}-byte limit; a real fix is rarely this"
-            " large (raise max_bytes if it truly is)"
-        )
-    return patch
-
-
-def parse_patch(patch: str) -> list[FileDiff]:
-    """The files of a unified diff (git extended headers, renames and binary diffs included).
-
-    Falls back to reading the headers alone when unidiff cannot parse the hunks, so a slightly
-    malformed patch still names its files.
-    """
-    try:
-        patch_set = PatchSet(patch)
-    except UnidiffParseError as exc:
-        log.debug("unidiff could not parse the patch (%s); reading headers only", exc)
-        return _headers_only(patch)
-    diffs = []
-    for pf in patch_set:
-        diff = FileDiff(
-            source=_strip_path(pf.source_file),
-            target=_strip_path(pf.target_file),
-            binary=pf.is_binary_file,
-        )
-        for hunk in pf:
-            for line in hunk:
-                value = line.value.rstrip("\n")
-                if line.is_added:
-                    diff.added.append(value)
-                elif line.is_removed:
-                    diff.removed.append(value)
-                elif line.is_context:
-                    diff.context.append(value)
-        diffs.append(diff)
-    return diffs
-
-
-def files_in_patch(patch: str) -> list[str]:
-    """Every path the patch touches, in order: created, deleted, both sides of a rename."""
-    paths: list[str] = []
-    for diff in parse_patch(patch):
-        for path in (diff.source, diff.target):
-            if path and path not in paths:
-                paths.append(path)
-    return paths
-
-
-_DIFF_GIT = re.compile(r"^diff --git (\"?a/.*) (\"?b/.*)$")
-
-
-def _headers_only(patch: str) -> list[FileDiff]:
-    diffs: list[FileDiff] = []
-    source: str | None = None
-    for line in patch.splitlines():
-        match = _DIFF_GIT.match(line)
-        if match:
-            diffs.append(FileDiff(_strip_path(match[1]), _strip_path(match[2])))
-            source = None
-        elif line.startswith("--- "):
-            source = _strip_path(line[4:])
-        elif line.startswith("+++ ") and source is not None:
-            target = _strip_path(line[4:])
-            if not diffs or (diffs[-1].source, diffs[-1].target) != (source, target):
-                diffs.append(FileDiff(source, target))
-            source = None
-    return diffs
-
-
-_ESCAPES = dict(zip('ntabfrv"\\', '\n\t\a\b\f\r\v"\\', strict=True))
-
-
-def _unquote(path: str) -> str:
-    """Undo git's C-style quoting of unusual file names ("t\\303\\251st.py")."""
-    if len(path) < 2 or path[0] != '"' or path[-1] != '"':
-        return path
-    body, out, i = path[1:-1], bytearray(), 0
-    while i < len(body):
-        char = body[i]
-        if char == "\\" and i + 1 < len(body):
-            octal = re.match(r"[0-7]{1,3}", body[i + 1 : i + 4])
-            if octal:
-                out.append(int(octal[0], 8) & 0xFF)
-                i += 1 + len(octal[0])
-                continue
-            out += _ESCAPES.get(body[i + 1], body[i + 1]).encode()
-            i += 2
-            continue
-        out += char.encode()
-        i += 1
-    return out.decode("utf-8", errors="surrogateescape")
-
-
-def _strip_path(raw: str | None) -> str | None:
-    """A header path without quoting, timestamp and the first component (as `-p1` does)."""
-    if raw is None:
-        return None
-    raw = raw.split("\t", 1)[0].rstrip()
-    path = _unquote(raw)
-    if path == "/dev/null":
-        return None
-    return path.split("/", 1)[1] if "/" in path else path
-
-
-def check_path(path: str) -> None:
-    """PatchError unless `path` stays inside the workspace and out of `.git`."""
-    parts = path.split("/")
-    if (
-        not path
-        or path.startswith("/")
-        or "\0" in path
-        or "\n" in path
-        or any(p == ".." for p in parts)
-        or any(p.casefold().rstrip(". ") == ".git" for p in parts)
-    ):
-        raise PatchError(
-            f"patch touches {path!r}, outside the workspace or inside .git; refusing to apply"
-        )
 
 
 # ---------------------------------------------------------------------------- applying

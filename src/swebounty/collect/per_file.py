@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from unidiff.errors import UnidiffParseError
 from unidiff.patch import PatchSet
 
-from swebounty.patches import parse_patch
+from swebounty.diffs import parse_patch
 
 _DIFF_GIT = re.compile(r"^diff --git ", re.MULTILINE)
 

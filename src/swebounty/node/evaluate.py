@@ -19,6 +19,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from swebounty import safefs
+from swebounty.diffs import PatchError, files_in_patch, parse_patch
 from swebounty.envs.node_build import NodeBuildError, NodeEnvironment
 from swebounty.envs.node_manager import NodeEnvs
 from swebounty.envs.node_project import NodeProject, RunnerCall
@@ -32,7 +33,7 @@ from swebounty.node.results import (
     write_junit,
 )
 from swebounty.node.runner import RESULT_FILES, RunnerError, command
-from swebounty.patches import PatchError, apply_patch, files_in_patch, parse_patch, reset_files
+from swebounty.patches import apply_patch, reset_files
 from swebounty.repos import commit_date, ensure_mirror, make_workspace
 from swebounty.sandbox.base import Mount
 from swebounty.tasks import Task

@@ -10,9 +10,9 @@ import re
 from pathlib import PurePosixPath
 from typing import Any
 
+from swebounty.diffs import PatchError, check_text, parse_patch
 from swebounty.grading import _GIT, HACK_FLAGS, _summary, _with, grade
 from swebounty.node.evaluate import TEST_CONFIG, is_js_test_file, js_test_files
-from swebounty.patches import PatchError, check_text, parse_patch
 from swebounty.tasks import Submission, Task, TestResult, Verdict
 
 # runs.py imports this module (a cycle the other way round): its TestRun are
