@@ -26,6 +26,7 @@ HEAVY = (
     "sqlite3",
     "swebounty.report",
     "swebounty.scoring",
+    "swebounty.scores",
     "swebounty.runs",
     "swebounty.envs",
     "swebounty.testrun",

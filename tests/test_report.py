@@ -12,7 +12,8 @@ from rich.console import Console
 
 from swebounty.report import ReportRun, plots, render_table, write_report
 from swebounty.report.browser import browser_missing, chromium_page, find_chromium
-from swebounty.scoring import Rate, score_run
+from swebounty.scores import Rate
+from swebounty.scoring import score_run
 from swebounty.tasks import Submission, Task, Verdict
 from swebounty.tasks import TestResult as Outcome  # not a test class for pytest
 

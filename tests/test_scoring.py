@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from swebounty.outcomes import classify, load_value_estimator
 from swebounty.passk import bootstrap_interval, kprize_score, pass_at_k, pass_hat_k
-from swebounty.scoring import RunScore, score_run, swebench_summary
+from swebounty.scores import RunScore
+from swebounty.scoring import score_run, swebench_summary
 from swebounty.tasks import Submission, Task, Verdict
 
 PATCH = "diff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a\n+b\n"

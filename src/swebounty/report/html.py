@@ -20,7 +20,7 @@ from swebounty.extras import require
 from swebounty.outcomes import AttemptOutcome, TaskOutcome, load_value_estimator, task_outcomes
 from swebounty.report import plots
 from swebounty.report.table import dollars_note, format_rate, format_usd
-from swebounty.scoring import RunScore
+from swebounty.scores import RunScore
 from swebounty.tasks import Submission, Task, Verdict
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import TYPE_CHECKING
 
-from swebounty.scoring import GroupScore, PassAtK, Rate
+from swebounty.scores import GroupScore, PassAtK, Rate
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

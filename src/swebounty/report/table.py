@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from swebounty.scoring import Dollars, GroupScore, Rate, RunScore
+from swebounty.scores import Dollars, GroupScore, Rate, RunScore
 
 if TYPE_CHECKING:
     from rich.table import Table
