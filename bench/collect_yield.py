@@ -21,7 +21,7 @@ from pathlib import Path
 
 from swebounty.collect.pipeline import CollectOptions, collect, parse_repo_arg
 from swebounty.collect.validate import validate
-from swebounty.runs import EvalContext
+from swebounty.evalcontext import EvalContext
 from swebounty.tasks import load_tasks
 
 

@@ -26,9 +26,10 @@ from rich.table import Table
 
 from swebounty.demo import build_demo
 from swebounty.envs import EnvManager
+from swebounty.evalcontext import EvalContext
 from swebounty.patches import apply_patch
 from swebounty.repos import commit_date, make_workspace
-from swebounty.runs import EvalContext, evaluate_one
+from swebounty.runs import evaluate_one
 from swebounty.sandbox import bwrap_available
 from swebounty.tasks import Submission, Task
 from swebounty.testing import pytest_command, test_files

@@ -24,7 +24,8 @@ from rich.console import Console
 from rich.table import Table
 
 from swebounty.envs.node_build import NodeCache
-from swebounty.runs import EvalContext, evaluate_run
+from swebounty.evalcontext import EvalContext
+from swebounty.runs import evaluate_run
 from swebounty.store import Store
 from swebounty.tasks import Verdict, empty_submissions, gold_submissions, load_tasks
 

@@ -47,10 +47,11 @@ from rich.table import Table
 from swebounty import safefs
 from swebounty.demo import build_demo
 from swebounty.diffs import files_in_patch
+from swebounty.evalcontext import EvalContext
 from swebounty.integrity import revert_test_infra
 from swebounty.patches import apply_patch, reset_files
 from swebounty.repos import commit_date, ensure_mirror, make_workspace
-from swebounty.runs import EvalContext, build_task_env, evaluate_run
+from swebounty.runs import build_task_env, evaluate_run
 from swebounty.sandbox.base import Mount
 from swebounty.store import Store
 from swebounty.tasks import Submission, Task, gold_submissions, load_tasks

@@ -45,8 +45,9 @@ from rich.table import Table
 
 from swebounty.envs import EnvBuildError, Environment
 from swebounty.envs.cache import dir_sizes, read_json
+from swebounty.evalcontext import EvalContext
 from swebounty.repos import RepoError, commit_date, ensure_mirror, find_mirror, make_workspace
-from swebounty.runs import EvalContext, evaluate_run
+from swebounty.runs import evaluate_run
 from swebounty.store import Store
 from swebounty.tasks import Task, Verdict, empty_submissions, gold_submissions, load_tasks
 

@@ -12,7 +12,7 @@ import pytest
 from swebounty.agents import Agent
 from swebounty.attempts import AttemptOptions, run_agent
 from swebounty.demo import build_demo
-from swebounty.runs import EvalContext
+from swebounty.evalcontext import EvalContext
 from swebounty.sandbox import bwrap_available
 from swebounty.store import Store
 from swebounty.tasks import Attempt, Task, Verdict

@@ -244,8 +244,8 @@ def test_a_worker_killed_mid_task_is_retried_without_a_duplicate(
 def test_agent_attempts_on_ray_equal_the_local_ones(cache_dir: Path, tmp_path: Path) -> None:
     from swebounty.agents import create_agent
     from swebounty.attempts import run_agent
+    from swebounty.evalcontext import EvalContext
     from swebounty.executors import open_executor
-    from swebounty.runs import EvalContext
 
     mirror, tasks = build_demo(cache_dir / "demo")
     results = {}
@@ -273,8 +273,8 @@ def test_agent_attempts_on_ray_equal_the_local_ones(cache_dir: Path, tmp_path: P
 @pytest.mark.usefixtures("ray_cluster")
 def test_validation_on_ray_equals_the_local_one(cache_dir: Path, tmp_path: Path) -> None:
     from swebounty.collect.validate import validate
+    from swebounty.evalcontext import EvalContext
     from swebounty.executors import open_executor
-    from swebounty.runs import EvalContext
     from swebounty.tasks import load_tasks
 
     mirror, tasks = build_demo(cache_dir / "demo")

@@ -13,8 +13,9 @@ from typer.testing import CliRunner
 
 from swebounty.cli import app
 from swebounty.demo import build_demo
+from swebounty.evalcontext import EvalContext
 from swebounty.report.browser import browser_missing
-from swebounty.runs import EvalContext, evaluate_run
+from swebounty.runs import evaluate_run
 from swebounty.sandbox import bwrap_available
 from swebounty.store import Store
 from swebounty.tasks import Verdict, empty_submissions, gold_submissions

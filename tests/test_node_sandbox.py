@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from swebounty.demo import build_demo
+from swebounty.evalcontext import EvalContext
 from swebounty.report.browser import browser_missing
-from swebounty.runs import EvalContext, evaluate_one
+from swebounty.runs import evaluate_one
 from swebounty.sandbox import bwrap_available
 from swebounty.tasks import Submission, Task
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from swebounty.runs import EvalContext
+from swebounty.evalcontext import EvalContext
 from swebounty.workdirs import host_tag, make_work_dir, sweep_dead_work_dirs, work_root
 
 

@@ -26,7 +26,8 @@ from typing import Protocol
 from swebounty.agents import AGENTS, Agent, AgentResult, PublicTask
 from swebounty.agents.prices import Price, cost_usd
 from swebounty.agents.session import SessionError, open_session
-from swebounty.runs import EvalContext, evaluate_one, log_dir_for
+from swebounty.evalcontext import EvalContext
+from swebounty.runs import evaluate_one, log_dir_for
 from swebounty.store import Store
 from swebounty.tasks import Attempt, Task, Verdict
 

@@ -1,5 +1,6 @@
 """Evaluate submissions: one attempt = fresh workspace → environment → patch → sandboxed tests → verdict.
 
+What an evaluation needs besides the task and the patch is an `EvalContext` (evalcontext.py).
 `run_tests` is the shared step (also used by task validation); `evaluate_one` grades one
 submission; `evaluate_run` drives a whole Run through a local thread pool (or hands the attempts
 to an `Executor`: executors/ runs them on a Ray cluster), committing every verdict to the store
@@ -13,32 +14,23 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import queue
-import shutil
-import socket
-import threading
 import time
-import weakref
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from concurrent.futures import wait as wait_futures
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from swebounty.envs import EnvManager
+from swebounty.evalcontext import EvalContext
 from swebounty.grading import HACK_FLAGS, grade
 from swebounty.outcomes import swebench_instance_report
-from swebounty.sandbox import Sandbox, SandboxError, get_sandbox
 from swebounty.sandbox._process import kill_running
-from swebounty.sandbox.base import Mount, Policy, RunResult
 from swebounty.store import Store
 from swebounty.tasks import RecordError, Submission, Task, Verdict
-from swebounty.testrun import BaseRun, build_task_env, run_tests
-from swebounty.workdirs import make_work_dir, sweep_dead_work_dirs
+from swebounty.testrun import build_task_env, run_tests
 
+# EvalContext is evalcontext.py's, build_task_env and run_tests testrun.py's: listed here because
+# evaluation.py (EvalContext) and older callers import them from this module.
 __all__ = [
     "EvalContext",
     "Executor",
@@ -55,132 +47,6 @@ log = logging.getLogger(__name__)
 _CANCEL_GRACE_S = 10.0
 # How long an `error` waits to learn whether an interruption caused it (errors are rare).
 _INTERRUPT_SETTLE_S = 0.5
-
-
-@dataclass
-class EvalContext:
-    """Everything an evaluation needs besides the task and the patch."""
-
-    cache_dir: Path
-    runs_dir: Path
-    repos_dir: Path | None
-    sandbox: Sandbox  # names the backend; attempts run in one leased from `_pool`
-    envs: EnvManager
-    policy: Policy
-    work_dir: Path
-    keep_test_infra: bool = False  # --keep-test-infra: grade with the submission's conftest etc.
-    base_runs: dict[str, BaseRun] = field(default_factory=dict, repr=False)
-    # Set when the run is interrupted: no new sandbox starts, and nothing is saved after it.
-    cancelled: threading.Event = field(default_factory=threading.Event, repr=False)
-    # What each verdict records as its producer: this process's pool on this host, or a Ray
-    # worker on a cluster node (executors/worker.py sets both).
-    executor: str = "local"
-    node: str = field(default_factory=socket.gethostname)
-    _pool: queue.SimpleQueue[Sandbox] = field(default_factory=queue.SimpleQueue, repr=False)
-
-    @contextmanager
-    def lease(self) -> Iterator[Sandbox]:
-        """A sandbox no other worker uses meanwhile (each has its own host uid and limits)."""
-        if self.cancelled.is_set():
-            raise RunCancelled("the run was interrupted")
-        sandbox = self._pool.get()
-        try:
-            yield sandbox
-        finally:
-            self._pool.put(sandbox)
-
-    def close(self) -> None:
-        """Remove this process's work directory (also done at exit if never called)."""
-        shutil.rmtree(self.work_dir, ignore_errors=True)
-
-    def __enter__(self) -> EvalContext:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    @classmethod
-    def create(
-        cls,
-        *,
-        cache_dir: Path,
-        runs_dir: Path,
-        repos_dir: Path | None = None,
-        sandbox: str = "bwrap",  # or "unsafe"; "none" for contexts that only build envs
-        workers: int = 1,
-        timeout_s: float = 1800.0,
-        python_dirs: Iterable[Path] = (),
-        offline: bool = False,
-        keep_test_infra: bool = False,
-        memory_bytes: int | None = None,
-        work_kind: str = "run",
-    ) -> EvalContext:
-        """`memory_bytes` per worker defaults to a share of the machine (memory_share);
-        `work_kind` names the work directory (workdirs.make_work_dir); leftovers of this user's
-        dead harnesses on this host are removed first."""
-        cache_dir = cache_dir.expanduser().resolve()
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        sweep_dead_work_dirs(cache_dir)
-        work_dir = make_work_dir(cache_dir, work_kind)
-        sandboxes: list[Sandbox] = (
-            [_NoSandbox()]
-            if sandbox == "none"
-            else [get_sandbox(sandbox, slot) for slot in range(max(1, workers))]
-        )
-        ctx = cls(
-            cache_dir=cache_dir,
-            runs_dir=runs_dir.expanduser().resolve(),
-            repos_dir=repos_dir.expanduser().resolve() if repos_dir else None,
-            sandbox=sandboxes[0],
-            envs=EnvManager(cache_dir / "envs", python_dirs=list(python_dirs), offline=offline),
-            policy=Policy(
-                timeout_s=timeout_s, memory_bytes=memory_bytes or memory_share(max(1, workers))
-            ),
-            work_dir=work_dir,
-            keep_test_infra=keep_test_infra,
-        )
-        for sb in sandboxes:
-            ctx._pool.put(sb)
-        weakref.finalize(ctx, shutil.rmtree, work_dir, True)
-        return ctx
-
-
-class _NoSandbox:
-    """For contexts that only build environments (`envs build`): running code is refused."""
-
-    name = "none"
-    isolated = True
-
-    def prepare_workdir(self, path: Path) -> None:
-        raise SandboxError("this context builds environments only; it runs no tests")
-
-    def run(
-        self,
-        argv: list[str],
-        *,
-        workdir: Path,
-        mounts: list[Mount],
-        policy: Policy,
-        stdin: bytes = b"",
-        result_channel: bool = False,
-    ) -> RunResult:
-        raise SandboxError("this context builds environments only; it runs no tests")
-
-
-class RunCancelled(SandboxError):
-    """The run was interrupted before this attempt could start its sandbox (an infrastructure
-    stop, so the test-running path reports it without a traceback; nothing of it is saved)."""
-
-
-def memory_share(workers: int, fraction: float = 0.75) -> int:
-    """Memory per worker: `fraction` of the machine's RAM split between the workers (at least
-    512 MiB, at most 16 GiB): a fixed 8 GiB each would let four workers overcommit a 16 GiB
-    machine, and starve a 64 GiB one's big builds."""
-    try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (OSError, ValueError):
-        return 8 << 30
-    return max(512 << 20, min(16 << 30, int(total * fraction / workers)))
 
 
 def log_dir_for(runs_dir: Path, run_id: str, instance_id: str, attempt: int) -> Path:

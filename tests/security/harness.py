@@ -20,9 +20,10 @@ from pathlib import Path
 
 from security.attacks import ATTACKS, Attack, Link
 from swebounty.demo import build_demo
+from swebounty.evalcontext import EvalContext
 from swebounty.patches import apply_patch
 from swebounty.repos import git, make_workspace
-from swebounty.runs import EvalContext, evaluate_run, log_dir_for, pair_submissions
+from swebounty.runs import evaluate_run, log_dir_for, pair_submissions
 from swebounty.store import Store
 from swebounty.tasks import RecordError, Task, Verdict, load_predictions
 from swebounty.testrun import build_task_env

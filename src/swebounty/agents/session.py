@@ -26,8 +26,8 @@ from importlib import resources
 from pathlib import Path
 
 from swebounty.envs import EnvBuildError
+from swebounty.evalcontext import EvalContext
 from swebounty.repos import RepoError
-from swebounty.runs import EvalContext
 from swebounty.safefs import remove_tree
 from swebounty.sandbox import Sandbox, SandboxError
 from swebounty.sandbox.base import Mount, Policy, RunResult

@@ -246,8 +246,8 @@ def validate_cmd(
 ) -> None:
     """Run each candidate's tests before and after its reference patch; keep the valid ones."""
     from swebounty.collect.validate import validate
+    from swebounty.evalcontext import EvalContext
     from swebounty.executors import ExecutorError, open_executor
-    from swebounty.runs import EvalContext
     from swebounty.tasks import load_tasks
 
     setup_logging(verbose, quiet, log_level)

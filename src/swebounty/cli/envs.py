@@ -106,8 +106,9 @@ def envs_build(
     from rich.table import Table
 
     from swebounty.envs import EnvBuildError
+    from swebounty.evalcontext import EvalContext
     from swebounty.repos import RepoError
-    from swebounty.runs import EvalContext, build_task_env
+    from swebounty.runs import build_task_env
 
     setup_logging(verbose, quiet, log_level)
     runs, cache = where(home, None, cache_dir)

@@ -186,8 +186,8 @@ def run_cmd(
     from swebounty.agents.prices import load_prices
     from swebounty.agents.provenance import build_provenance
     from swebounty.attempts import AttemptOptions, run_agent
+    from swebounty.evalcontext import EvalContext
     from swebounty.executors import ExecutorError, open_executor
-    from swebounty.runs import EvalContext
     from swebounty.store import Store, check_run_id
     from swebounty.summary import run_report, write_run_report
 

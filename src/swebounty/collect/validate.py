@@ -36,7 +36,7 @@ from swebounty.collect.sink import Sink
 from swebounty.tasks import Task
 
 if TYPE_CHECKING:
-    from swebounty.runs import EvalContext
+    from swebounty.evalcontext import EvalContext
 
 log = logging.getLogger(__name__)
 

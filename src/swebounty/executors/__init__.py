@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 from swebounty.executors.jobs import EXECUTORS, ExecutorConfig, ExecutorError
 
 if TYPE_CHECKING:
+    from swebounty.evalcontext import EvalContext
     from swebounty.executors.remote import RemoteExecutor
-    from swebounty.runs import EvalContext
 
 __all__ = ["EXECUTORS", "ExecutorConfig", "ExecutorError", "open_executor"]
 

@@ -17,9 +17,10 @@ from pathlib import Path
 from swebounty.agents import Agent
 from swebounty.attempts import AttemptFn, AttemptOptions, verdict_for, write_attempt_logs
 from swebounty.collect.validate import Rejected
+from swebounty.evalcontext import EvalContext
 from swebounty.executors.jobs import Cluster, Job, Lost
 from swebounty.executors.worker import Shipped, WorkerSpec, unpack_logs
-from swebounty.runs import EvalContext, ProgressFn, log_dir_for, shelve_logs
+from swebounty.runs import ProgressFn, log_dir_for, shelve_logs
 from swebounty.store import Store
 from swebounty.tasks import Attempt, Submission, Task, Verdict
 

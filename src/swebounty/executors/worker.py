@@ -38,7 +38,8 @@ from swebounty.agents import Agent
 from swebounty.attempts import AttemptOptions, run_attempt
 from swebounty.collect.validate import validate_or_reject
 from swebounty.demo import build_demo, demo_name
-from swebounty.runs import EvalContext, evaluate_safely
+from swebounty.evalcontext import EvalContext
+from swebounty.runs import evaluate_safely
 from swebounty.tasks import Submission, Task
 
 log = logging.getLogger(__name__)
