@@ -1,4 +1,4 @@
-"""The package's shape: no module imports in a cycle, and envs/ reads as one noun per module.
+"""The package's shape: no module imports in a cycle, and every module is one noun under 400 lines.
 
 Imports are read from the source (every `import` statement, including those inside functions
 and `if TYPE_CHECKING:` blocks: a lazy import hides a cycle, it does not remove one).
@@ -120,13 +120,51 @@ def test_the_walk_sees_a_cycle_hidden_in_a_function(tmp_path: Path) -> None:
     assert cycles(import_graph(pkg)) == [["pkg.sub.a", "pkg.sub.b"]]
 
 
-@pytest.mark.parametrize("path", sorted((PACKAGE / "envs").glob("*.py")), ids=lambda p: p.name)
-def test_envs_modules_are_short_and_say_what_they_own(path: Path) -> None:
+# Over the limit and being split on another branch (the coordinator's): each leaves this list
+# when it is. Nothing else may join it; split a module by noun instead.
+OVER_THE_LIMIT = {"evaluation.py", "testing.py", "testrun.py"}
+
+
+def shape_problems(path: Path, root: Path = PACKAGE) -> list[str]:
+    """What keeps the module at `path` from reading as one noun: its length, its docstring."""
     text = path.read_text(encoding="utf-8")
     lines = len(text.splitlines())
-    assert lines < MAX_LINES, f"{path.name} has {lines} lines; split it by noun"
+    name = path.relative_to(root).as_posix()
+    problems = []
+    if lines >= MAX_LINES and name not in OVER_THE_LIMIT:
+        problems.append(f"{name} has {lines} lines; split it by noun")
     doc = ast.get_docstring(ast.parse(text))
-    assert doc and len(doc) > 40, f"{path.name} needs a docstring saying what it owns"
+    if not doc or len(doc) <= 40:
+        problems.append(f"{name} needs a docstring saying what it owns")
+    return problems
+
+
+@pytest.mark.parametrize(
+    "path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: p.relative_to(PACKAGE).as_posix()
+)
+def test_modules_are_short_and_say_what_they_own(path: Path) -> None:
+    assert shape_problems(path) == []
+
+
+def test_the_over_the_limit_list_holds_only_modules_over_it() -> None:
+    # A module split under the limit leaves the list, so it cannot grow back unnoticed.
+    for name in OVER_THE_LIMIT:
+        lines = len((PACKAGE / name).read_text(encoding="utf-8").splitlines())
+        assert lines >= MAX_LINES, f"{name} has {lines} lines: remove it from OVER_THE_LIMIT"
+
+
+def test_a_long_or_undocumented_module_is_named(tmp_path: Path) -> None:
+    doc = '"""A module that says what it owns, in more than forty characters."""\n'
+    (tmp_path / "long.py").write_text(doc + "x = 1\n" * (MAX_LINES - 1))
+    (tmp_path / "bare.py").write_text("x = 1\n")
+    (tmp_path / "testing.py").write_text(doc + "x = 1\n" * MAX_LINES)  # on the list
+    assert shape_problems(tmp_path / "long.py", tmp_path) == [
+        "long.py has 400 lines; split it by noun"
+    ]
+    assert shape_problems(tmp_path / "bare.py", tmp_path) == [
+        "bare.py needs a docstring saying what it owns"
+    ]
+    assert shape_problems(tmp_path / "testing.py", tmp_path) == []
 
 
 def test_envs_imports_alone_and_exports_what_it_lists() -> None:
