@@ -37,8 +37,8 @@ from swebounty.testing import (
 
 log = logging.getLogger(__name__)
 
-# runs.py imports this module (a cycle the other way round): its EvalContext, TestRun are
-# taken as they come, typed here as Any.
+# testrun.py imports this module (a cycle the other way round): EvalContext (evalcontext.py,
+# which imports testrun.py) and testrun.py's TestRun are taken as they come, typed as Any.
 EvalContext = Any
 TestRun = Any
 
