@@ -48,6 +48,21 @@ def test_runner_configuration_is_the_base_commits(tmp_path: Path) -> None:
     assert restored == ["package.json (test keys)"]
 
 
+def test_a_workspace_package_s_runner_configuration_is_the_base_commits(tmp_path: Path) -> None:
+    from swebounty.node.evaluate import base_packages
+
+    base = {"name": "app", "jest": {"testEnvironment": "node"}}
+    pkg = tmp_path / "packages/app/package.json"
+    pkg.parent.mkdir(parents=True)
+    pkg.write_text(json.dumps(base))
+    touched = ["packages/app/package.json", "packages/app/src/a.js"]
+    before = base_packages(tmp_path, touched)
+    pkg.write_text(json.dumps({**base, "jest": {"testRegex": "nothing"}, "version": "2.0.0"}))
+    restored = restore_test_config(tmp_path, before, touched)
+    assert restored == ["packages/app/package.json (test keys)"]
+    assert json.loads(pkg.read_text()) == {**base, "version": "2.0.0"}
+
+
 def task(**kw: object) -> Task:
     return Task(instance_id="a__b-1", repo="a/b", base_commit="c" * 40, ecosystem="node",
                 FAIL_TO_PASS=["t.test.js:f"], PASS_TO_PASS=["t.test.js:p"], **kw)  # type: ignore[arg-type]  # fmt: skip

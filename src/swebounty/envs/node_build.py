@@ -34,6 +34,7 @@ from pydantic import BaseModel, Field
 from swebounty.envs.cache import CacheLayout, dir_size, read_json, remove_tree, write_json
 from swebounty.envs.node_install import install_attempts, run_install
 from swebounty.envs.node_versions import NODE_PACKAGE, registry_env
+from swebounty.envs.node_workspaces import keep_nested_modules
 
 log = logging.getLogger(__name__)
 
@@ -56,12 +57,17 @@ class NodeSpec(BaseModel):
     lockfile: str | None = None
     lock_digest: str = ""
     cutoff: datetime | None = Field(None, description="npm install --before, without a lockfile")
+    workspaces: bool = Field(
+        False, description="a monorepo: the packages' own node_modules are kept too"
+    )
     why: list[str] = Field(default_factory=list, exclude=True)
 
     def key(self) -> str:
         from swebounty.envs.cache import digest
 
         data = self.model_dump(exclude={"node_system", "why"})
+        if not self.workspaces:
+            del data["workspaces"]  # the keys of environments built before it stay the same
         if self.lockfile:
             data["cutoff"] = None  # the lockfile decides; tasks of any date share it
         return "node-" + digest(data)
@@ -228,6 +234,9 @@ class NodeCache:
         if not modules.is_dir():
             modules.mkdir()  # a project without dependencies
         os.replace(modules, env_dir / "node_modules")
+        nested = keep_nested_modules(build, env_dir)  # a monorepo's packages' own
+        if nested:
+            why.append(f"workspace packages with their own node_modules: {', '.join(nested)}")
         for lock in ("package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml"):
             if (build / lock).is_file():
                 shutil.copyfile(build / lock, env_dir / f"installed-{lock}")

@@ -29,6 +29,13 @@ from swebounty.envs.node_versions import (
     registry_times_are_real,
     system_node,
 )
+from swebounty.envs.node_workspaces import (
+    NESTED,
+    has_project_links,
+    is_monorepo,
+    link_modules,
+    nested_packages,
+)
 from swebounty.tasks import Task
 
 log = logging.getLogger(__name__)
@@ -119,6 +126,7 @@ class NodeEnvs:
             lockfile=project.lockfile,
             lock_digest=project.lock_digest,
             cutoff=None if project.lockfile else cutoff,
+            workspaces=is_monorepo(workspace, project.package),
             why=[*why, choice.why, f"{manager}@{version}"],
         )
         return spec, project
@@ -153,7 +161,13 @@ class NodeEnvs:
     ) -> NodeTaskEnv:
         """Link the shared `node_modules` into `workspace` and give the sandbox's view."""
         link = workspace / "node_modules"
-        if not link.exists() and not link.is_symlink():
+        nested = nested_packages(env.path)
+        if nested or has_project_links(env.node_modules):
+            # A monorepo: its links to its own packages must land in this workspace.
+            link_modules(env.node_modules, workspace, "")
+            for rel in nested:
+                link_modules(env.path / NESTED / rel / "node_modules", workspace, rel)
+        elif not link.exists() and not link.is_symlink():
             os.symlink(env.node_modules, link)
         runner = project.runner
         variables = {

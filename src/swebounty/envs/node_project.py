@@ -193,7 +193,7 @@ def ci_matrix(workspace: Path) -> list[int]:
 
 # ---------------------------------------------------------------------------- test runner
 
-_SCRIPT_ORDER = ("test", "test:unit", "unit", "test:node", "test:mocha", "test:jest",
+SCRIPT_ORDER = ("test", "test:unit", "unit", "test:node", "test:mocha", "test:jest",
                  "test:vitest", "test:ci", "test:all")  # fmt: skip
 
 
@@ -202,7 +202,9 @@ def find_runner(package: dict[str, Any]) -> RunnerCall | None:
     found among its dependencies, called plainly."""
     found = package.get("scripts")
     scripts: dict[str, Any] = found if isinstance(found, dict) else {}
-    for name in _SCRIPT_ORDER:
+    if delegates_to_workspaces(package):
+        return None  # each workspace package runs its own tests (see `node_workspaces`)
+    for name in SCRIPT_ORDER:
         if isinstance(scripts.get(name), str):
             calls = _calls(scripts, name, depth=0)
             if calls:
@@ -216,12 +218,46 @@ def find_runner(package: dict[str, Any]) -> RunnerCall | None:
     return None
 
 
+# A segment of a test script that runs the same script in the workspace packages.
+_DELEGATES = re.compile(
+    r"^(?:(?:npm|pnpm|yarn)\b.*\s(?:--workspaces?\b|-ws\b|-w\s|--recursive\b|-r\b|--filter\b|-F\s)"
+    r"|yarn\s+workspaces?\s|lerna\s+(?:run|exec)\s|turbo\s+(?:run\s+)?test|nx\s+(?:run-many|affected)\s"
+    r"|pnpm\s+-r\b)"
+)
+
+
+def delegates_to_workspaces(package: dict[str, Any]) -> bool:
+    """Whether the project's test script runs the workspace packages' own test scripts."""
+    found = package.get("scripts")
+    scripts: dict[str, Any] = found if isinstance(found, dict) else {}
+    for name in SCRIPT_ORDER:
+        script = scripts.get(name)
+        if isinstance(script, str):
+            segments = re.split(r"&&|\|\||;|\|", script)
+            return any(_DELEGATES.match(_strip_env(s)) for s in segments)
+    return False
+
+
+def _strip_env(segment: str) -> str:
+    try:
+        tokens = shlex.split(segment)
+    except ValueError:
+        return segment.strip()
+    while tokens and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", tokens[0]):
+        tokens.pop(0)
+    if tokens and tokens[0] in ("cross-env", "npx", "dotenv"):
+        tokens = [t for t in tokens[1:] if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", t)]
+    return " ".join(tokens) + " "
+
+
 def other_runner_calls(package: dict[str, Any]) -> list[RunnerCall]:
     """The runner calls of the test script besides the one `find_runner` picks."""
     main = find_runner(package)
+    if main is None:
+        return []
     found = package.get("scripts")
     scripts: dict[str, Any] = found if isinstance(found, dict) else {}
-    for name in _SCRIPT_ORDER:
+    for name in SCRIPT_ORDER:
         if isinstance(scripts.get(name), str):
             calls = _calls(scripts, name, depth=0)
             if calls:

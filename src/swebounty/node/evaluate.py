@@ -23,6 +23,7 @@ from swebounty.diffs import PatchError, files_in_patch, parse_patch
 from swebounty.envs.node_build import NodeBuildError, NodeEnvironment
 from swebounty.envs.node_manager import NodeEnvs
 from swebounty.envs.node_project import NodeProject, RunnerCall
+from swebounty.envs.node_workspaces import plan_package_runs
 from swebounty.node.results import (
     JsResults,
     cross_check,
@@ -84,19 +85,28 @@ def js_test_files(test_patch: str) -> list[str]:
     return files
 
 
-def restore_test_config(workspace: Path, base_package: str | None, touched: list[str]) -> list[str]:
-    """Put the runner's configuration back as at the base commit; return what was restored."""
+def restore_test_config(
+    workspace: Path, base_packages: str | dict[str, str] | None, touched: list[str]
+) -> list[str]:
+    """Put the runner's configuration back as at the base commit; return what was restored.
+    `base_packages`: the base commit's package.json files (path -> text; a str is the root's),
+    whose test keys (`jest`, `mocha`, ...) the patch may not change: a monorepo's packages
+    keep theirs in their own package.json."""
     restored = [p for p in touched if TEST_CONFIG.search(p)]
     reset_files(workspace, restored)
-    pkg = workspace / "package.json"
-    # The patched package.json may be a link (to /proc/kmsg...): read it link-free, bounded.
-    data = safefs.read_beneath(workspace, "package.json", 16 << 20)
-    if base_package is not None and "package.json" in touched and data is not None:
+    bases = {"package.json": base_packages} if isinstance(base_packages, str) else base_packages
+    for rel, base_text in (bases or {}).items():
+        # The patched package.json may be a link (to /proc/kmsg...): read it link-free, bounded.
+        data = safefs.read_beneath(workspace, rel, 16 << 20)
+        if rel not in touched or data is None:
+            continue
         try:
-            base = json.loads(base_package)
+            base = json.loads(base_text)
             now = json.loads(data.decode("utf-8"))
         except ValueError:
-            return restored
+            continue
+        if not isinstance(base, dict) or not isinstance(now, dict):
+            continue
         changed = False
         for key in _PACKAGE_TEST_KEYS:
             if base.get(key) != now.get(key):
@@ -106,9 +116,20 @@ def restore_test_config(workspace: Path, base_package: str | None, touched: list
                 else:
                     now.pop(key, None)
         if changed:
-            pkg.write_text(json.dumps(now, indent=2) + "\n", encoding="utf-8")
-            restored.append("package.json (test keys)")
+            safefs.write_beneath(workspace, rel, (json.dumps(now, indent=2) + "\n").encode())
+            restored.append(f"{rel} (test keys)")
     return restored
+
+
+def base_packages(workspace: Path, touched: list[str]) -> dict[str, str]:
+    """The base commit's text of every package.json among `touched` (read before patching)."""
+    found: dict[str, str] = {}
+    for rel in touched:
+        if rel == "package.json" or rel.endswith("/package.json"):
+            data = safefs.read_beneath(workspace, rel, 16 << 20)
+            if data is not None:
+                found[rel] = data.decode("utf-8", errors="replace")
+    return found
 
 
 def _workspace_env(
@@ -147,7 +168,7 @@ def run_node_tests(
     workspace, env, project = _workspace_env(task, ctx, scratch)
     envs = node_envs(ctx)
     result.env_key = env.key
-    base_package = (workspace / "package.json").read_text(encoding="utf-8")
+    packages_before = base_packages(workspace, files_in_patch(patch))
 
     try:
         result.patch_method = apply_patch(workspace, patch)
@@ -155,7 +176,7 @@ def run_node_tests(
         result.patch_error = str(exc)
         return
     reset_files(workspace, files_in_patch(task.test_patch))
-    restored = restore_test_config(workspace, base_package, files_in_patch(patch))
+    restored = restore_test_config(workspace, packages_before, files_in_patch(patch))
     if restored:
         log.info("%s: restored test configuration %s", task.instance_id, restored)
     try:
@@ -174,26 +195,38 @@ def run_node_tests(
         run_e2e(task, ctx, task_env, workspace, out_dir, log_dir, result)
         return
 
-    if task_env.runner is None:
-        result.error = "no test runner found (jest, vitest or mocha) in the project's scripts"
-        return
     expected = task.FAIL_TO_PASS + task.PASS_TO_PASS
     files = js_test_files(task.test_patch)
     result.test_files = files
-    named = {_file_prefix(e) for e in expected}
-    whole_suite = not files or not named <= set(files)
-    # The main call, then the script's other calls that concern these tests (dayjs's runs of
-    # its time-zone tests under other TZs): a test fails if it fails in any of them.
-    calls = [(task_env.runner, None if whole_suite else files)]
-    calls += [(c, None) for c in project.other_calls if whole_suite or _concerns(c, files)]
+    # (runner call, files to run or None for its whole suite, workspace package it runs in)
+    calls: list[tuple[RunnerCall, list[str] | None, str]] = []
+    if task_env.runner is not None:
+        named = {_file_prefix(e) for e in expected}
+        whole_suite = not files or not named <= set(files)
+        # The main call, then the script's other calls that concern these tests (dayjs's runs
+        # of its time-zone tests under other TZs): a test fails if it fails in any of them.
+        calls = [(task_env.runner, None if whole_suite else files, "")]
+        calls += [(c, None, "") for c in project.other_calls if whole_suite or _concerns(c, files)]
+    else:
+        # A monorepo whose root hands its tests to the workspace packages: each package
+        # runs the tests it holds as its own test script does (the test patch may change no
+        # test file, only a snapshot: its files say which package).
+        calls, expected = plan_package_runs(
+            workspace, files, files_in_patch(task.test_patch), expected, _file_prefix
+        )
+    if not calls:
+        result.error = ("no test runner found (jest, vitest or mocha) in the project's scripts "
+                        "nor in a workspace package holding the test files")  # fmt: skip
+        return
+    originals = list(zip(task.FAIL_TO_PASS + task.PASS_TO_PASS, expected, strict=True))
     merged: JsResults | None = None
     problems: list[str] = []
     outputs: list[str] = []
-    for i, (call, call_files) in enumerate(calls):
+    for i, (call, call_files, package_dir) in enumerate(calls):
         run_dir = out_dir if i == 0 else out_dir / f"call-{i}"
         run_dir.mkdir(exist_ok=True)
         try:
-            argv = command(env.node, workspace, call, call_files, run_dir)
+            argv = command(env.node, workspace, call, call_files, run_dir, package_dir)
         except RunnerError as exc:
             result.error = str(exc)
             return
@@ -206,6 +239,16 @@ def run_node_tests(
         policy = ctx.policy.model_copy(update={"env": variables, "limit_address_space": False})
         with ctx.lease() as sandbox:
             sandbox.prepare_workdir(scratch)
+            if package_dir:
+                # The whole workspace is the sandbox's (the package's tests import its
+                # siblings); the runner starts in the package, as its own script would.
+                argv = [
+                    "/bin/sh",
+                    "-c",
+                    'cd "$0" && exec "$@"',
+                    str(workspace / package_dir),
+                    *argv,
+                ]
             run = sandbox.run(argv, workdir=workspace, mounts=mounts, policy=policy)
         outputs.append(f"$ {' '.join(argv)}\n{run.stdout}\n--- stderr ---\n{run.stderr}")
         if i == 0:
@@ -218,11 +261,14 @@ def run_node_tests(
         js: JsResults | None = None
         path = run_dir / RESULT_FILES[call.runner]
         try:
+            # Read as the package's runner names its files, then named from the root.
+            base = workspace / package_dir
             js = (
-                parse_jest(path, workspace)
+                parse_jest(path, base)
                 if call.runner == "jest"
-                else parse_junit_js(path, workspace, call.runner)
+                else parse_junit_js(path, base, call.runner)
             )
+            js = js.under(package_dir) if package_dir else js
         except JUnitError as exc:
             log.warning("%s: %s", task.instance_id, exc)
         problem = cross_check(call.runner, run.returncode, js)
@@ -236,7 +282,11 @@ def run_node_tests(
     _write(log_dir / "test_output.txt", "\n\n".join(outputs))
     if merged is not None:
         write_junit(merged, log_dir / "junit.xml")
-        result.outcomes = {**outcomes_of(merged), **match(expected, merged)}
+        matched = match(expected, merged)
+        result.outcomes = {
+            **outcomes_of(merged),
+            **{orig: matched[local] for orig, local in originals},
+        }
     if problems and merged is None:
         result.error = f"no test result: {problems[0]}"
     elif problems:

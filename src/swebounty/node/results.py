@@ -62,6 +62,17 @@ class JsResults:
             files.setdefault(f, status)
         return JsResults(self.cases + other.cases, files, {**other.file_errors, **self.file_errors})
 
+    def under(self, prefix: str) -> JsResults:
+        """The same results with relative file paths put under `prefix` (a package's dir)."""
+
+        def up(f: str) -> str:
+            return f if f.startswith("/") else f"{prefix}/{f}"
+
+        cases = [JsCase(up(c.file) if c.file else c.file, c.ancestors, c.title, c.status,
+                        c.message) for c in self.cases]  # fmt: skip
+        return JsResults(cases, {up(f): s for f, s in self.files.items()},
+                         {up(f): m for f, m in self.file_errors.items()})  # fmt: skip
+
 
 def read_untrusted(path: Path, max_bytes: int = MAX_RESULT_BYTES) -> bytes:
     """A result file the sandboxed code could have replaced: no links, regular, bounded."""

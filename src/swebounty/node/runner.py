@@ -23,10 +23,12 @@ class RunnerError(Exception):
     """The project's test runner is not installed: an environment problem."""
 
 
-def runner_entry(workspace: Path, runner: str) -> tuple[Path, str]:
-    """The runner's JavaScript entry point in `node_modules` and its version."""
-    for package in _PACKAGES[runner]:
-        manifest = workspace / "node_modules" / package / "package.json"
+def runner_entry(workspace: Path, runner: str, package_dir: str = "") -> tuple[Path, str]:
+    """The runner's JavaScript entry point in `node_modules` and its version: the workspace
+    package's own first (a monorepo's package may pin another version), then the root's."""
+    homes = [workspace / package_dir, workspace] if package_dir else [workspace]
+    for package, home in [(p, h) for h in homes for p in _PACKAGES[runner]]:
+        manifest = home / "node_modules" / package / "package.json"
         if not manifest.is_file():
             continue
         data = json.loads(manifest.read_text(encoding="utf-8"))
@@ -48,9 +50,11 @@ def command(
     call: RunnerCall,
     files: list[str] | None,
     out_dir: Path,
+    package_dir: str = "",
 ) -> list[str]:
-    """argv for one run; `files` None runs the whole suite as the project's script does."""
-    entry, version = runner_entry(workspace, call.runner)
+    """argv for one run; `files` None runs the whole suite as the project's script does.
+    `package_dir`: the workspace package whose runner this is (files relative to it)."""
+    entry, version = runner_entry(workspace, call.runner, package_dir)
     major = int(version.split(".", 1)[0] or 0) if version.split(".", 1)[0].isdigit() else 0
     out = out_dir / RESULT_FILES[call.runner]
     argv = [str(node), *call.node_flags, str(entry)]
