@@ -222,14 +222,20 @@ def run_node_tests(
     merged: JsResults | None = None
     problems: list[str] = []
     outputs: list[str] = []
+    # Every call's runner is found before any test runs: a run may rewrite the workspace's
+    # node_modules links, and a later call must not start the runner it planted.
+    argvs: list[list[str]] = []
     for i, (call, call_files, package_dir) in enumerate(calls):
         run_dir = out_dir if i == 0 else out_dir / f"call-{i}"
         run_dir.mkdir(exist_ok=True)
         try:
-            argv = command(env.node, workspace, call, call_files, run_dir, package_dir)
+            argvs.append(command(env.node, workspace, call, call_files, run_dir, package_dir))
         except RunnerError as exc:
             result.error = str(exc)
             return
+    for i, (call, _, package_dir) in enumerate(calls):
+        run_dir = out_dir if i == 0 else out_dir / f"call-{i}"
+        argv = argvs[i]
         variables = {**task_env.variables, **call.env}
         mounts = [Mount(path=p) for p in task_env.ro_paths]
         mounts.append(Mount(path=out_dir, writable=True))

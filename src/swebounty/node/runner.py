@@ -37,7 +37,9 @@ def runner_entry(workspace: Path, runner: str, package_dir: str = "") -> tuple[P
             bins = {package: bins}
         for name in _BINS[runner]:
             if isinstance(bins, dict) and name in bins:
-                return manifest.parent / bins[name], str(data.get("version", "0"))
+                # Its real path (node runs that anyway): a run that re-points the link does
+                # not change what a later run starts.
+                return (manifest.parent / bins[name]).resolve(), str(data.get("version", "0"))
     raise RunnerError(
         f"{runner} is not installed in the environment's node_modules; the project's "
         "dependencies do not provide its test runner"
