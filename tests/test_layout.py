@@ -122,7 +122,7 @@ def test_the_walk_sees_a_cycle_hidden_in_a_function(tmp_path: Path) -> None:
 
 # Over the limit and being split on another branch (the coordinator's): each leaves this list
 # when it is. Nothing else may join it; split a module by noun instead.
-OVER_THE_LIMIT = {"evaluation.py", "testing.py", "testrun.py"}
+OVER_THE_LIMIT = {"evaluation.py", "testrun.py"}
 
 
 def shape_problems(path: Path, root: Path = PACKAGE) -> list[str]:
@@ -153,18 +153,22 @@ def test_the_over_the_limit_list_holds_only_modules_over_it() -> None:
         assert lines >= MAX_LINES, f"{name} has {lines} lines: remove it from OVER_THE_LIMIT"
 
 
-def test_a_long_or_undocumented_module_is_named(tmp_path: Path) -> None:
+def test_a_long_or_undocumented_module_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The real list empties as modules are split: the test puts a name of its own on it.
+    monkeypatch.setitem(globals(), "OVER_THE_LIMIT", {"listed.py"})
     doc = '"""A module that says what it owns, in more than forty characters."""\n'
     (tmp_path / "long.py").write_text(doc + "x = 1\n" * (MAX_LINES - 1))
     (tmp_path / "bare.py").write_text("x = 1\n")
-    (tmp_path / "testing.py").write_text(doc + "x = 1\n" * MAX_LINES)  # on the list
+    (tmp_path / "listed.py").write_text(doc + "x = 1\n" * MAX_LINES)  # on the list
     assert shape_problems(tmp_path / "long.py", tmp_path) == [
         "long.py has 400 lines; split it by noun"
     ]
     assert shape_problems(tmp_path / "bare.py", tmp_path) == [
         "bare.py needs a docstring saying what it owns"
     ]
-    assert shape_problems(tmp_path / "testing.py", tmp_path) == []
+    assert shape_problems(tmp_path / "listed.py", tmp_path) == []
 
 
 def test_envs_imports_alone_and_exports_what_it_lists() -> None:

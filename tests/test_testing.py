@@ -1,4 +1,5 @@
-"""Test selection, the pytest command, JUnit XML from real pytest runs, id matching, cross-checks."""
+"""Test selection, the pytest command, JUnit XML from real pytest runs (and matching their ids),
+cross-checks."""
 
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from swebounty.testids import match_results
 from swebounty.testing import (
     JUnitError,
     TestOutcome,
     cross_check,
-    match_results,
     parse_junit,
     pytest_command,
     test_files,
@@ -289,79 +290,8 @@ def test_bad_junit_files_raise(tmp_path: Path) -> None:
         parse_junit(big, max_bytes=50)
 
 
-# ---------------------------------------------------------------------------- matching
-
-OUTCOMES = {
-    "tests/t.py::test_a": TestOutcome("passed"),
-    "tests/t.py::test_p[a b]": TestOutcome("passed"),
-    "tests/t.py::test_p[a c]": TestOutcome("failed", "no"),
-    "tests/t.py::test_p[z]": TestOutcome("passed"),
-    "tests/t.py::test_q[1]": TestOutcome("passed"),
-    "tests/t.py::test_q[2]": TestOutcome("passed"),
-    "tests/t.py::TestK::test_m": TestOutcome("passed"),
-    "tests/t.py::TestK::Inner::test_n": TestOutcome("skipped", "why"),
-    "sympy/core/tests/test_basic.py::test_foo": TestOutcome("passed"),
-    "sympy/core/tests/test_other.py::test_dup": TestOutcome("passed"),
-    "sympy/core/tests/test_basic.py::test_dup": TestOutcome("error", "setup"),
-    "tests/admin_views/tests.py::AdminViewTests::test_changelist": TestOutcome("passed"),
-    "tests/t.py::test_sql[NULL::INT]": TestOutcome("passed"),
-    "tests/t.py::test_sql[NULL::INT AS x]": TestOutcome("failed", "no"),
-    "tests/t.py::TestK::test_sql[a::b c]": TestOutcome("passed"),
-    "tests/t.py::TestK::test_stdin[/ws/tests/mod.py-mod-/ws/tests/mod.py]": TestOutcome("passed"),
-    "tests/t.py::test_glob[/ws/*.py]": TestOutcome("passed"),
-    "tests/t.py::test_u[1234-12340]": TestOutcome("passed"),
-    "tests/t.py::test_u[1234-12341]": TestOutcome("failed", "no"),
-}
-
-
-@pytest.mark.parametrize(
-    ("test_id", "status"),
-    [
-        ("tests/t.py::test_a", "passed"),  # exact
-        ("t.py::test_a", "passed"),  # other rootdir
-        ("repo/tests/t.py::test_a", "passed"),
-        ("tests/t.py::test_p[z]", "passed"),  # parametrized, exact
-        ("tests/t.py::test_p[a", "failed"),  # cut at a space: both [a b] and [a c]
-        ("tests/t.py::test_q", "passed"),  # all parametrizations
-        ("tests/t.py::TestK::test_m", "passed"),  # class-qualified
-        ("tests/t.py::TestK::Inner::test_n", "skipped"),
-        ("test_foo", "passed"),  # bare name (sympy)
-        ("test_dup", "error"),  # bare name in two files: all must pass
-        ("test_q[2]", "passed"),
-        ("TestK.test_m", "passed"),  # dotted
-        ("test_changelist (admin_views.tests.AdminViewTests)", "passed"),  # unittest style
-        ("test_changelist (admin_views.tests.AdminViewTests.test_changelist)", "passed"),
-        ("test_changelist (other.tests.AdminViewTests)", "missing"),
-        # `::` inside parameters is text, not a class separator (sqlfluff's ids)
-        ("tests/t.py::test_sql[NULL::INT]", "passed"),
-        ("tests/t.py::test_sql[NULL::INT", "failed"),  # cut at a space
-        ("test_sql[NULL::INT]", "passed"),  # bare with parameters
-        ("tests/t.py::TestK::test_sql[a::b", "passed"),
-        ("TestK.test_sql[a::b c]", "passed"),
-        # parameters that are absolute paths, cut to /basename as SWE-bench's parser does
-        ("tests/t.py::TestK::test_stdin[/mod.py]", "passed"),
-        ("test_stdin[/mod.py]", "passed"),
-        ("tests/t.py::TestK::test_stdin[/other.py]", "missing"),
-        ("tests/t.py::test_glob[/*.py]", "missing"),  # a glob is left as it is
-        # a duplicated id numbered by pytest 8 (`_0`) for one numbered by an older pytest
-        ("tests/t.py::test_u[1234-1234_0]", "passed"),
-        ("tests/t.py::test_u[1234-1234_1]", "failed"),
-        ("tests/t.py::test_u[1234-1234_2]", "missing"),
-        ("[100%]", "passed"),  # not a test: SWE-bench's parser read pytest's progress column
-        ("tests/t.py::test_p[a b", "missing"),  # a prefix that is not cut at a space
-        ("tests/t.py::test_", "missing"),
-        ("tests/u.py::test_a", "missing"),
-        ("test_nothing", "missing"),
-    ],
-)
-def test_match_rules(test_id: str, status: str) -> None:
-    assert match_results([test_id], OUTCOMES)[test_id].status == status
-
-
-def test_several_matches_name_the_ones_that_did_not_pass() -> None:
-    outcome = match_results(["tests/t.py::test_p[a"], OUTCOMES)["tests/t.py::test_p[a"]
-    assert outcome.message == "1 of 2 matching tests did not pass: tests/t.py::test_p[a c]: failed"
-    assert match_results(["x"], {})["x"] == TestOutcome("missing", "never ran")
+# ---------------------------------------------------------------------------- ids of a real run
+# (the matching rules themselves: test_testids.py)
 
 
 def test_truncated_ids_match_a_real_run(xunit1: tuple[int, dict[str, TestOutcome]]) -> None:

@@ -13,7 +13,8 @@ from pathlib import PurePosixPath
 
 from swebounty.diffs import FileDiff, PatchError, check_text, parse_patch
 from swebounty.tasks import Submission, Task, TestResult, Verdict, VerdictStatus
-from swebounty.testing import TestOutcome, cross_check, match_results, test_files
+from swebounty.testids import match_results
+from swebounty.testing import TestOutcome, cross_check, test_files
 
 log = logging.getLogger(__name__)
 
