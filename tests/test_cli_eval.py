@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 import swebounty
 from swebounty.cli import app
-from swebounty.evaluation import EvalInputError
+from swebounty.evalinputs import EvalInputError
 
 runner = CliRunner()
 

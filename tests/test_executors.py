@@ -25,7 +25,8 @@ from typer.testing import CliRunner
 
 from swebounty.cli import app
 from swebounty.demo import build_demo
-from swebounty.evaluation import EvalInputError, evaluate
+from swebounty.evalinputs import EvalInputError
+from swebounty.evaluation import evaluate
 from swebounty.executors import ExecutorConfig, ExecutorError
 from swebounty.executors.worker import (
     Shipped,

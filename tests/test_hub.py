@@ -10,7 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from swebounty import hub
-from swebounty.evaluation import EvalInputError, load_dataset, open_evaluation
+from swebounty.evalinputs import EvalInputError, load_dataset
+from swebounty.evaluation import open_evaluation
 
 pytest.importorskip("huggingface_hub", reason="the hub extra is not installed")
 

@@ -9,7 +9,8 @@ import typing as _typing
 
 if _typing.TYPE_CHECKING:
     from swebounty.agents import Agent, AgentResult, PublicTask, create_agent
-    from swebounty.evaluation import EvalInputError, evaluate
+    from swebounty.evalinputs import EvalInputError
+    from swebounty.evaluation import evaluate
     from swebounty.report import write_report
     from swebounty.scoring import score_run
     from swebounty.tasks import (
@@ -31,7 +32,7 @@ _WHERE = {
     "Attempt": "swebounty.tasks",
     "PublicTask": "swebounty.agents",
     "create_agent": "swebounty.agents",
-    "EvalInputError": "swebounty.evaluation",
+    "EvalInputError": "swebounty.evalinputs",
     "evaluate": "swebounty.evaluation",
     "EnvSpec": "swebounty.tasks",
     "RecordError": "swebounty.tasks",

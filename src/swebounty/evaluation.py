@@ -2,10 +2,11 @@
 
 `evaluate(...)` is the one call (it returns the verdicts); `open_evaluation(...)` is the same in
 steps, for callers that show progress (the `eval` command). Every input is checked before
-anything runs, and each problem is one `EvalInputError` line naming the input at fault: an
-unsafe run id, a missing `repos_dir`, `workers` below 1, a dataset without a task, an unknown
-task id. Bad records (a malformed line, a prediction for a task the dataset lacks) are not
-fatal: they are stored with the run, named by the file they came from.
+anything runs (the dataset and submissions are loaded by evalinputs.py), and each problem is one
+`EvalInputError` line naming the input at fault: an unsafe run id, a missing `repos_dir`,
+`workers` below 1, a dataset without a task, an unknown task id. Bad records (a malformed line,
+a prediction for a task the dataset lacks) are not fatal: they are stored with the run, named by
+the file they came from.
 """
 
 from __future__ import annotations
@@ -15,67 +16,26 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from swebounty import home
+from swebounty.evalinputs import (
+    DEMO,
+    EvalInputError,
+    Submissions,
+    load_dataset,
+    load_submissions,
+)
 from swebounty.runs import EvalContext, ProgressFn, evaluate_run
 from swebounty.store import Store, check_run_id
 from swebounty.summary import run_report, write_run_report
-from swebounty.tasks import (
-    RecordError,
-    Submission,
-    Task,
-    Verdict,
-    empty_submissions,
-    gold_submissions,
-    load_predictions,
-    load_tasks,
-)
+from swebounty.tasks import RecordError, Submission, Task, Verdict
 
 if TYPE_CHECKING:
     from swebounty.executors import ExecutorConfig
     from swebounty.executors.remote import RemoteExecutor
 
-DEMO = "demo"
 UNKNOWN_TASK = "no task with this instance_id in the dataset"
-
-Submissions = Literal["gold", "empty"] | str | Path | Sequence[str | Path] | Sequence[Submission]
-
-
-class EvalInputError(ValueError):
-    """An input that makes the evaluation impossible; the message is one line saying which."""
-
-
-def load_dataset(
-    dataset: str, cache_dir: Path, *, split: str = "test"
-) -> tuple[list[Task], list[RecordError], Path | None, str]:
-    """Tasks of a dataset: a bundled demo (`demo`, `demo:js`, `demo:web`), a file, or a Hugging
-    Face dataset name (from the local cache).
-
-    Also returns the repos dir the demo needs and the label that finds the dataset again (an
-    absolute path, `demo`, or `hf://owner/name:split`), stored with the run.
-    """
-    if dataset == DEMO or dataset.startswith(f"{DEMO}:"):  # demo, demo:js, demo:web
-        from swebounty.demo import build_demo
-
-        which = dataset.partition(":")[2] or "python"
-        mirror, tasks = build_demo(cache_dir.expanduser() / "demo", which)
-        return tasks, [], mirror.parent, dataset
-    from swebounty import hub
-
-    name = hub.dataset_name(dataset)
-    if name is not None:
-        repo_id, split = hub.split_label(name, split)
-        tasks, errors = hub.load_hub_dataset(repo_id, split)
-        return tasks, errors, None, hub.label(repo_id, split)
-    path = Path(dataset).expanduser()
-    if not path.exists():
-        raise FileNotFoundError(
-            f"dataset {dataset} does not exist (a file, 'demo', or a Hugging Face name "
-            "like princeton-nlp/SWE-bench_Lite)"
-        )
-    tasks, errors = load_tasks(path)
-    return tasks, errors, None, str(path.resolve())
 
 
 def default_run_id(label: str, kind: str) -> str:
@@ -89,19 +49,6 @@ def default_run_id(label: str, kind: str) -> str:
         stem = Path(label).stem
     safe = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{stem}-{kind}").strip("-._")
     return safe[:128] or f"run-{kind}"
-
-
-def number_attempts(subs: list[Submission]) -> list[Submission]:
-    """Several predictions for one task without an explicit `attempt` become attempts 1, 2, …"""
-    seen: dict[str, set[int]] = {}
-    for sub in subs:
-        taken = seen.setdefault(sub.instance_id, set())
-        if "attempt" not in sub.model_fields_set:
-            sub.attempt = 1
-            while sub.attempt in taken:
-                sub.attempt += 1
-        taken.add(sub.attempt)
-    return subs
 
 
 @dataclass
@@ -193,37 +140,6 @@ class Evaluation:
         self.close()
 
 
-def _submissions(
-    tasks: list[Task], submissions: Submissions
-) -> tuple[list[Submission], list[RecordError], list[tuple[str, list[Submission]]], str]:
-    """(submissions, their record errors, submissions by source file, kind)."""
-    if isinstance(submissions, str) and submissions in ("gold", "empty"):
-        make = gold_submissions if submissions == "gold" else empty_submissions
-        return make(tasks), [], [], submissions
-    if isinstance(submissions, (str, Path)):
-        submissions = [submissions]
-    items = list(submissions)
-    if items and all(isinstance(s, Submission) for s in items):
-        subs = number_attempts([s for s in items if isinstance(s, Submission)])
-        return subs, [], [("submissions", subs)], "submissions"
-    paths = [Path(item) for item in items if not isinstance(item, Submission)]
-    if len(paths) != len(items):
-        raise EvalInputError("give submissions as Submission objects or as files, not both")
-    errors: list[RecordError] = []
-    by_file: list[tuple[str, list[Submission]]] = []
-    for path in paths:
-        try:
-            loaded, load_errors = load_predictions(path)
-        except FileNotFoundError as exc:
-            raise EvalInputError(str(exc)) from exc
-        by_file.append((str(path), loaded))
-        errors += load_errors
-    if not by_file:
-        raise EvalInputError("no submissions: give 'gold', 'empty' or predictions files")
-    subs = number_attempts([s for _, loaded in by_file for s in loaded])
-    return subs, errors, by_file, paths[0].stem
-
-
 def open_evaluation(
     dataset: str | Path,
     submissions: Submissions = "gold",
@@ -284,7 +200,7 @@ def open_evaluation(
             raise EvalInputError(f"no task named {', '.join(sorted(unknown))} in {dataset}")
         tasks = [t for t in tasks if t.instance_id in wanted]
 
-    subs, sub_errors, by_file, kind = _submissions(tasks, submissions)
+    subs, sub_errors, by_file, kind = load_submissions(tasks, submissions)
     errors += sub_errors
     if wanted:
         subs = [s for s in subs if s.instance_id in wanted]

@@ -146,7 +146,7 @@ def load_dataset(
     dataset: str, cache_dir: Path
 ) -> tuple[list[Task], list[RecordError], Path | None]:
     """Tasks of a dataset (a file, `demo`, a Hugging Face name); also the demo's repos dir."""
-    from swebounty.evaluation import load_dataset as load
+    from swebounty.evalinputs import load_dataset as load
 
     tasks, errors, repos, _ = load(dataset, cache_dir)
     return tasks, errors, repos

@@ -120,7 +120,8 @@ def eval_cmd(
 
     Ctrl-C stops the run (exit 130); the same command resumes it.
     """
-    from swebounty.evaluation import EvalInputError, open_evaluation
+    from swebounty.evalinputs import EvalInputError
+    from swebounty.evaluation import open_evaluation
 
     setup_logging(verbose, quiet, log_level)
     demos = [n for n, on in (("demo", demo), ("demo:js", demo_js), ("demo:web", demo_web)) if on]
