@@ -10,7 +10,8 @@ is timed is the warm path. Then, all in this one run (the machines are shared: c
    test patches applied; median of --repeat runs (the first run also compiles the checkout's
    bytecode: reported apart as "cold");
 2. the harness: `evaluate_run` over all tasks in one call, one worker, gold submissions, as
-   `swebounty eval --gold` runs it; --repeat times. A task's time is the gap between its
+   `swebounty eval --gold` runs it; --repeat times, then --repeat times more with the bytecode
+   cache off (bytecode.py; the warm-up filled it), to show what it saves. A task's time is the gap between its
    verdict being committed and the previous one's (the first from the call's start), so the
    store commit and the pool are in it. Each stage of the harness is timed by wrapping the
    function that does it (exclusive time: a stage inside another is not counted twice);
@@ -30,6 +31,7 @@ import importlib
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -44,7 +46,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from swebounty import safefs
+from swebounty import bytecode, safefs
 from swebounty.demo import build_demo
 from swebounty.diffs import files_in_patch
 from swebounty.evalcontext import EvalContext
@@ -85,6 +87,9 @@ STAGES: list[tuple[str, str, str]] = [
     ("integrity: binaries, test infrastructure", "swebounty.integrity", "strip_compiled"),
     ("integrity: binaries, test infrastructure", "swebounty.integrity", "revert_test_infra"),
     ("integrity: binaries, test infrastructure", "swebounty.integrity", "infra_manifest"),
+    ("bytecode cache: plan, compile misses", "swebounty.bytecode", "plan"),
+    ("bytecode cache: plan, compile misses", "swebounty.bytecode", "compile_missing"),
+    ("bytecode cache: copy into the workspace", "swebounty.bytecode", "seed"),
     ("per-task layer", "swebounty.envs.manager", "EnvManager.for_task"),
     ("sandbox: workdir to its uid", "swebounty.sandbox.bwrap", "BwrapSandbox.prepare_workdir"),
     ("sandbox run", "swebounty.sandbox.bwrap", "BwrapSandbox.run"),
@@ -202,6 +207,15 @@ def junit_time(path: Path) -> float | None:
         return None
     suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
     return sum(float(s.get("time", "0")) for s in suites)
+
+
+def cpu_seconds() -> float:
+    """User and system CPU time of this process and of every child it waited for."""
+    own, children = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def timed_run(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
@@ -343,6 +357,10 @@ def demo_throughput(workers: list[int], attempts: int, work: Path) -> dict[int, 
     return rates
 
 
+COLUMNS = ["task", "verdict", "bare s", "bare cold s", "harness s", "overhead s", "ratio"]
+COLUMNS.append("overhead s, no bytecode cache")
+
+
 def table(title: str, columns: list[str], rows: list[list[str]]) -> Table:
     t = Table(title=title)
     for i, c in enumerate(columns):
@@ -382,9 +400,24 @@ def main() -> None:
 
         console.print(f"the harness: evaluate_run over all tasks, {args.repeat} times")
         stages = Stages()
-        passes = [harness_pass(tasks, ctx, store, 1, stages) for _ in range(args.repeat)]
+        # Each pass with the bytecode cache is followed by one without it, so a change in the
+        # machine's load weighs on both alike; CPU seconds (the harness and every process it
+        # waited for) are the figure load does not inflate.
+        passes, uncached, cpu, cpu_uncached = [], [], [], []
+        for _ in range(args.repeat):
+            before = cpu_seconds()
+            passes.append(harness_pass(tasks, ctx, store, 1, stages))
+            middle = cpu_seconds()
+            bytecode.ENABLED = False
+            try:
+                uncached.append(harness_pass(tasks, ctx, store, 1, None))
+            finally:
+                bytecode.ENABLED = True
+            cpu.append(middle - before)
+            cpu_uncached.append(cpu_seconds() - middle)
         statuses = {v.instance_id: v.status for v in passes[-1][2]}
         harness = {i: median([p[1][i] for p in passes]) for i in ids}
+        no_cache = {i: median([p[1][i] for p in uncached]) for i in ids}
         cli = median([cli_eval(args, ids, work / "cli-runs") for _ in range(args.repeat)])
 
         rates: dict[str, dict[int, float]] = {"real": {}, "demo": {}}
@@ -399,10 +432,11 @@ def main() -> None:
         safefs.remove_tree(work)
     load_after = os.getloadavg()
 
-    rows, overheads = [], []
+    rows, overheads, overheads_no_cache = [], [], []
     for i in ids:
         b, h = bare[i], harness[i]
         overheads.append(h - b["median_s"])
+        overheads_no_cache.append(no_cache[i] - b["median_s"])
         rows.append(
             [
                 i,
@@ -412,6 +446,7 @@ def main() -> None:
                 f"{h:.2f}",
                 f"{h - b['median_s']:+.2f}",
                 f"{h / b['median_s']:.2f}",
+                f"{no_cache[i] - b['median_s']:+.2f}",
             ]
         )
     bare_total = sum(bare[i]["median_s"] for i in ids)
@@ -419,7 +454,7 @@ def main() -> None:
     out.print(
         table(
             f"harness vs bare pytest (median of {args.repeat}; one evaluate_run, 1 worker)",
-            ["task", "verdict", "bare s", "bare cold s", "harness s", "overhead s", "ratio"],
+            COLUMNS,
             rows,
         )
     )
@@ -472,6 +507,10 @@ def main() -> None:
         "median_overhead_s": median(overheads),
         "mean_overhead_s": statistics.mean(overheads),
         "ratio_total": harness_total / bare_total,
+        "median_overhead_no_bytecode_cache_s": median(overheads_no_cache),
+        "cpu_s_per_pass": median(cpu),
+        "cpu_s_per_pass_no_bytecode_cache": median(cpu_uncached),
+        "ratio_total_no_bytecode_cache": sum(no_cache.values()) / bare_total,
         "cli_eval_s": cli,
         "cli_overhead_per_task_s": (cli - bare_total) / len(ids),
         "target_overhead_s": 0.3,
@@ -479,6 +518,9 @@ def main() -> None:
     out.print(
         f"median overhead {summary['median_overhead_s']:.3f} s per task (target <= 0.3 s), "
         f"mean {summary['mean_overhead_s']:.3f} s; harness/bare {summary['ratio_total']:.2f}x; "
+        f"without the bytecode cache {summary['median_overhead_no_bytecode_cache_s']:.3f} s, "
+        f"{summary['ratio_total_no_bytecode_cache']:.2f}x; CPU per pass "
+        f"{summary['cpu_s_per_pass']:.1f} s with it, {summary['cpu_s_per_pass_no_bytecode_cache']:.1f} s without; "
         f"`swebounty eval` {cli:.1f} s vs bare {bare_total:.1f} s: "
         f"{summary['cli_overhead_per_task_s']:+.2f} s per task"
     )
@@ -501,7 +543,15 @@ def main() -> None:
             "loadavg_after": load_after,
         },
         "repeat": args.repeat,
-        "tasks": {i: {"verdict": statuses.get(i), "harness_s": harness[i], **bare[i]} for i in ids},
+        "tasks": {
+            i: {
+                "verdict": statuses.get(i),
+                "harness_s": harness[i],
+                "harness_no_bytecode_cache_s": no_cache[i],
+                **bare[i],
+            }
+            for i in ids
+        },
         "stages_s": {s: {"median": m, "max": mx} for s, (m, mx) in per_stage.items()},
         "stages_per_task_s": per_task_stages,
         "stages_not_found": stages.missing,

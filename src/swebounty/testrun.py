@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Protocol
 
-from swebounty import safefs
+from swebounty import bytecode, safefs
 from swebounty.envs import EnvBuildError, Environment, EnvManager, TaskEnv
 from swebounty.grading import unusable
 from swebounty.integrity import (
@@ -214,6 +214,7 @@ def _run_tests_in(
         return None
     workspace, env = workspace_and_env(task, ctx, scratch)
     result.env_key = env.key
+    pyc = _pristine_bytecode(ctx, env, workspace, scratch)
     try:
         result.patch_method = apply_patch(workspace, patch)
     except PatchError as exc:
@@ -236,11 +237,32 @@ def _run_tests_in(
     if not result.test_files:
         result.error = "the task's test patch touches no test file to run"
         return None
+    if pyc is not None:
+        bytecode.seed(pyc, workspace, skip={*files_in_patch(patch), *test_paths})
     config = _runner_config(task, patch, env, workspace, result, test_paths)
     task_env = ctx.envs.for_task(env, workspace, scratch / "layer")
     with ctx.lease() as sandbox:
         return _run_guarded(task, patch, ctx, sandbox, task_env, workspace, scratch, log_dir,
                             config, result)  # fmt: skip
+
+
+def _pristine_bytecode(
+    ctx: RunContext, env: Environment, workspace: Path, scratch: Path
+) -> bytecode.Plan | None:
+    """The bytecode cache's plan for this checkout, its misses compiled while the workspace
+    is still the base commit's alone (bytecode.py says why this cannot change a verdict)."""
+    try:
+        pyc = bytecode.plan(ctx.cache_dir, workspace, env.interpreter, env.interpreter_executable)
+        if pyc is not None and pyc.missing():
+            with ctx.lease() as sandbox:
+                bytecode.compile_missing(
+                    pyc, workspace, env.interpreter_executable, [env.interpreter_prefix],
+                    sandbox, ctx.policy, scratch / "bytecode",
+                )  # fmt: skip
+    except Exception as exc:  # only a speed-up: the tests run the same without it
+        log.warning("bytecode cache not used for %s: %s: %s", workspace, type(exc).__name__, exc)
+        return None
+    return pyc
 
 
 def _runner_config(

@@ -129,6 +129,12 @@ except OSError:
 """,
     ),
     Attack(
+        "pycache-link-to-host-dir", "host", "tinytext/__pycache__ is a link to a writable host "
+        "directory, for the harness's bytecode cache to copy its .pyc files through",
+        "resolved", F({"adds_binary"}), fix=True,
+        files={"tinytext/__pycache__": Link("{canary}")},
+    ),
+    Attack(
         "link-to-root-for-cleanup", "host", "links to / and to the canary wait for the host's "
         "cleanup to follow them", "resolved", fix=True,
         files={"tinytext/root": Link("/"), "tinytext/canary": Link("{canary}")},

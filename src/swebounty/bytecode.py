@@ -1,0 +1,234 @@
+"""The bytecode cache: `.pyc` files of a repository's pristine sources, shared by evaluations.
+
+Why: every evaluation gets a fresh checkout, so without it Python compiles again every module
+of the repository the tests import (sympy: 1.3 s of a 2.3 s test run, every time).
+
+Why it cannot change a verdict:
+- the files are checked-hash pycs (PEP 552): on every import Python hashes the source beside
+  it and compiles that source instead when the hash differs, so a file a patch changed never
+  runs cached code, and a cached file is exactly what Python would have compiled itself;
+- they are compiled from the base commit's files before any patch is applied, by the
+  environment's interpreter in isolated mode without `site` (`-I -S`: nothing of the
+  repository or its environment runs), in the sandbox (hostile source can exhaust a compiler);
+  they are stored under the git blob id the harness read from the workspace's index, never
+  under a name the sandbox chose, and only if they have the checked-hash header;
+- they are copied, never linked, into the patched workspace for files no patch touched, through
+  directory descriptors that follow no link: a `__pycache__` that is a link or a file, or a
+  .pyc already there, is left alone.
+Test files (collect.split's rules: tests/ directories, test_*.py, conftest.py...) are left
+out: pytest compiles its own rewritten copy of test modules, and the rest there is mostly data
+for the tests (pylint's 1,500 functional-test inputs), which would cost more to copy than the
+few helpers imported from it cost to compile. Interpreters before 3.7 (no hash-based pycs) get nothing.
+The store is CACHE/bytecode/<cache tag>/; `swebounty prune` may delete it whole at any time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import logging
+import os
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from swebounty import safefs
+from swebounty.collect.split import SplitRules
+from swebounty.repos import git, isolated_git_env
+from swebounty.sandbox import Sandbox
+from swebounty.sandbox.base import Mount, Policy
+
+log = logging.getLogger(__name__)
+
+ENABLED = True  # bench/overhead_real.py turns it off to measure what it saves
+MAX_PYC_BYTES = 16 << 20
+_VERSION = re.compile(r"^(\d+)\.(\d+)")
+_SHA = re.compile(r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")  # sha1 or sha256 object ids
+# Run with the workspace's files as data only: compile each job's file to OUT/<sha>.pyc.
+_COMPILE = r"""
+import json, os, py_compile, sys
+from concurrent.futures import ProcessPoolExecutor
+tag, root = sys.argv[1], sys.argv[2]
+if sys.implementation.cache_tag != tag:
+    print(json.dumps({"tag": sys.implementation.cache_tag})); sys.exit(3)
+def one(job):
+    rel, sha = job
+    src = os.path.join(root, rel)
+    try:
+        if os.path.getsize(src) > 8 << 20:
+            return sha
+        py_compile.compile(src, cfile=sha + ".pyc", dfile=src, doraise=True,
+                           invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
+    except Exception:
+        return sha
+    return None
+with open("jobs.json") as f:
+    jobs = json.load(f)
+workers = max(1, min(len(os.sched_getaffinity(0)), len(jobs) // 50 or 1))
+if workers > 1:
+    with ProcessPoolExecutor(workers) as pool:
+        bad = [s for s in pool.map(one, jobs, chunksize=32) if s]
+else:
+    bad = [s for s in map(one, jobs) if s]
+print(json.dumps({"tag": tag, "bad": bad}))
+"""
+
+
+@dataclass
+class Plan:
+    """The workspace's Python files that may get cached bytecode, and where the cache is."""
+
+    store: Path  # CACHE/bytecode/<tag>
+    tag: str  # sys.implementation.cache_tag, e.g. cpython-311
+    files: dict[str, str]  # path in the workspace -> git blob id
+
+    def _entry(self, sha: str, suffix: str = ".pyc") -> Path:
+        return self.store / sha[:2] / f"{sha}{suffix}"
+
+    def missing(self) -> dict[str, str]:
+        """Files with neither a cached pyc nor a record that they do not compile."""
+        return {
+            rel: sha
+            for rel, sha in self.files.items()
+            if not self._entry(sha).exists() and not self._entry(sha, ".bad").exists()
+        }
+
+
+def cache_tag(interpreter: str, executable: Path) -> str | None:
+    """CPython's cache tag for an environment's interpreter version, if it has checked pycs."""
+    match = _VERSION.match(interpreter)
+    if not match or "pypy" in executable.name.lower():
+        return None
+    major, minor = int(match[1]), int(match[2])
+    return f"cpython-{major}{minor}" if (major, minor) >= (3, 7) else None
+
+
+def plan(cache_dir: Path, workspace: Path, interpreter: str, executable: Path) -> Plan | None:
+    """What the cache can do for `workspace` (call it before anything changed the checkout)."""
+    tag = cache_tag(interpreter, executable)
+    if not ENABLED or tag is None:
+        return None
+    listing = git(workspace, "ls-files", "-s", "-z", env=isolated_git_env()).stdout
+    rules = SplitRules()
+    files: dict[str, str] = {}
+    for record in listing.decode("utf-8", "surrogateescape").split("\0"):
+        meta, _, rel = record.partition("\t")
+        fields = meta.split()
+        if len(fields) != 3 or fields[0] not in ("100644", "100755") or not rel.endswith(".py"):
+            continue
+        if not _SHA.match(fields[1]) or rules.classify(rel) == "test":
+            continue
+        files[rel] = fields[1]
+    return Plan(store=cache_dir / "bytecode" / tag, tag=tag, files=files)
+
+
+def compile_missing(
+    pyc: Plan, workspace: Path, python: Path, mounts: list[Path], sandbox: Sandbox,
+    policy: Policy, out: Path,
+) -> int:  # fmt: skip
+    """Compile what the store lacks from the pristine `workspace` in the sandbox; returns how
+    many files were added. `out` must not exist; it is the sandbox's only writable place."""
+    jobs = pyc.missing()
+    if not jobs:
+        return 0
+    out.mkdir(mode=0o700)
+    # A file, not stdin: a pipe's buffer is the sandbox's limit for stdin, and sympy's list of
+    # files is larger.
+    (out / "jobs.json").write_text(json.dumps(sorted(jobs.items())))
+    sandbox.prepare_workdir(out)
+    run = sandbox.run(
+        [str(python), "-I", "-S", "-c", _COMPILE, pyc.tag, str(workspace)],
+        workdir=out,
+        mounts=[Mount(path=workspace), *(Mount(path=p) for p in mounts)],
+        policy=policy.model_copy(update={"env": {}, "timeout_s": min(policy.timeout_s, 600.0)}),
+    )
+    try:
+        report = json.loads(run.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        report = None
+    if run.returncode != 0 or not isinstance(report, dict) or report.get("tag") != pyc.tag:
+        log.warning(
+            "bytecode cache: compiling %d files failed (exit %s): %s",
+            len(jobs), run.returncode, (run.stderr or run.stdout)[-500:],
+        )  # fmt: skip
+        return 0
+    bad = set(report.get("bad") or ()) & set(jobs.values())
+    added = 0
+    for sha in sorted(set(jobs.values())):
+        data = None if sha in bad else safefs.read_beneath(out, f"{sha}.pyc", MAX_PYC_BYTES)
+        good = data is not None and _checked_hash_pyc(data)
+        if not good and sha not in bad:
+            log.debug("bytecode cache: no usable pyc for %s", sha)
+            continue
+        _store(pyc._entry(sha, ".pyc" if good else ".bad"), data if good and data else b"")
+        added += good
+    return added
+
+
+def _checked_hash_pyc(data: bytes) -> bool:
+    """A PEP 552 header whose flags say "hash-based, checked" (bit 0 and bit 1)."""
+    return len(data) > 16 and data[2:4] == b"\r\n" and int.from_bytes(data[4:8], "little") == 3
+
+
+def _store(path: Path, data: bytes) -> None:
+    """Write a store entry atomically: a concurrent evaluation sees it whole or not at all."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def seed(pyc: Plan, workspace: Path, skip: set[str]) -> int:
+    """Copy the cached pycs of the files no patch touched (`skip`) into the patched workspace;
+    returns how many were copied. Never follows a link, never replaces a file."""
+    by_dir: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for rel, sha in pyc.files.items():
+        if rel not in skip:
+            parent, _, name = rel.rpartition("/")
+            by_dir[parent].append((name, sha))
+    copied = 0
+    for parent, entries in by_dir.items():
+        try:
+            with safefs.open_dir(workspace, parent.split("/") if parent else []) as dfd:
+                copied += _seed_dir(pyc, dfd, entries)
+        except OSError:
+            continue  # gone, a link or not a directory after the patch: no bytecode there
+    return copied
+
+
+def _seed_dir(pyc: Plan, dfd: int, entries: list[tuple[str, str]]) -> int:
+    cached = [(name, pyc._entry(sha)) for name, sha in entries]
+    cached = [(name, path) for name, path in cached if path.exists()]
+    if not cached:
+        return 0
+    with contextlib.suppress(FileExistsError):
+        os.mkdir("__pycache__", 0o755, dir_fd=dfd)
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    cache_fd = os.open("__pycache__", flags, dir_fd=dfd)  # a link here raises: not followed
+    copied = 0
+    try:
+        for name, path in cached:
+            target = f"{name[:-3]}.{pyc.tag}.pyc"
+            try:
+                fd = os.open(
+                    target,
+                    os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                    0o644,
+                    dir_fd=cache_fd,
+                )
+            except OSError as exc:
+                if exc.errno in (errno.EEXIST, errno.ELOOP):
+                    continue  # the repository's own file, or a link: not ours to replace
+                raise
+            try:
+                data = memoryview(path.read_bytes())
+                while data:
+                    data = data[os.write(fd, data) :]
+            finally:
+                os.close(fd)
+            copied += 1
+    finally:
+        os.close(cache_fd)
+    return copied
