@@ -31,7 +31,6 @@ import importlib
 import json
 import os
 import platform
-import resource
 import statistics
 import subprocess
 import sys
@@ -207,15 +206,6 @@ def junit_time(path: Path) -> float | None:
         return None
     suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
     return sum(float(s.get("time", "0")) for s in suites)
-
-
-def cpu_seconds() -> float:
-    """User and system CPU time of this process and of every child it waited for."""
-    own, children = (
-        resource.getrusage(resource.RUSAGE_SELF),
-        resource.getrusage(resource.RUSAGE_CHILDREN),
-    )
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def timed_run(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
@@ -401,20 +391,15 @@ def main() -> None:
         console.print(f"the harness: evaluate_run over all tasks, {args.repeat} times")
         stages = Stages()
         # Each pass with the bytecode cache is followed by one without it, so a change in the
-        # machine's load weighs on both alike; CPU seconds (the harness and every process it
-        # waited for) are the figure load does not inflate.
-        passes, uncached, cpu, cpu_uncached = [], [], [], []
+        # machine's load weighs on both alike.
+        passes, uncached = [], []
         for _ in range(args.repeat):
-            before = cpu_seconds()
             passes.append(harness_pass(tasks, ctx, store, 1, stages))
-            middle = cpu_seconds()
             bytecode.ENABLED = False
             try:
                 uncached.append(harness_pass(tasks, ctx, store, 1, None))
             finally:
                 bytecode.ENABLED = True
-            cpu.append(middle - before)
-            cpu_uncached.append(cpu_seconds() - middle)
         statuses = {v.instance_id: v.status for v in passes[-1][2]}
         harness = {i: median([p[1][i] for p in passes]) for i in ids}
         no_cache = {i: median([p[1][i] for p in uncached]) for i in ids}
@@ -508,8 +493,6 @@ def main() -> None:
         "mean_overhead_s": statistics.mean(overheads),
         "ratio_total": harness_total / bare_total,
         "median_overhead_no_bytecode_cache_s": median(overheads_no_cache),
-        "cpu_s_per_pass": median(cpu),
-        "cpu_s_per_pass_no_bytecode_cache": median(cpu_uncached),
         "ratio_total_no_bytecode_cache": sum(no_cache.values()) / bare_total,
         "cli_eval_s": cli,
         "cli_overhead_per_task_s": (cli - bare_total) / len(ids),
@@ -519,8 +502,7 @@ def main() -> None:
         f"median overhead {summary['median_overhead_s']:.3f} s per task (target <= 0.3 s), "
         f"mean {summary['mean_overhead_s']:.3f} s; harness/bare {summary['ratio_total']:.2f}x; "
         f"without the bytecode cache {summary['median_overhead_no_bytecode_cache_s']:.3f} s, "
-        f"{summary['ratio_total_no_bytecode_cache']:.2f}x; CPU per pass "
-        f"{summary['cpu_s_per_pass']:.1f} s with it, {summary['cpu_s_per_pass_no_bytecode_cache']:.1f} s without; "
+        f"{summary['ratio_total_no_bytecode_cache']:.2f}x; "
         f"`swebounty eval` {cli:.1f} s vs bare {bare_total:.1f} s: "
         f"{summary['cli_overhead_per_task_s']:+.2f} s per task"
     )
