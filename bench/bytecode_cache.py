@@ -33,9 +33,10 @@ from rich.table import Table
 from swebounty import bytecode, safefs
 from swebounty.patches import apply_patch
 from swebounty.repos import commit_date, ensure_mirror, make_workspace
-from swebounty.runs import EvalContext, work_root
+from swebounty.runs import EvalContext
 from swebounty.tasks import Task, load_tasks
 from swebounty.testing import pytest_command, test_files
+from swebounty.workdirs import work_root
 
 DEFAULT_TASKS = [
     "pallets__flask-4992",

@@ -38,6 +38,12 @@ FILES = {
 }
 
 
+@pytest.fixture(autouse=True)
+def every_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The files here are tiny: cache them all (the size rule has its own test)."""
+    monkeypatch.setattr(bytecode, "MIN_SOURCE_BYTES", 0)
+
+
 def git(repo: Path, *args: str) -> str:
     cmd = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(repo), *args]
     return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
@@ -85,6 +91,18 @@ def test_plan_lists_the_sources_that_are_not_tests(
     assert pyc.tag == TAG
     blob = git(mirror[0], "rev-parse", "HEAD:pkg/mod.py").strip()
     assert pyc.files["pkg/mod.py"] == blob
+
+
+def test_only_modules_worth_copying_are_cached(
+    tmp_path: Path, mirror: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bytecode, "MIN_SOURCE_BYTES", 8 << 10)
+    repo = mirror[0]
+    (repo / "pkg" / "big.py").write_text("X = 1\n" + "# a long module\n" * 600)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "big")
+    ws = make_workspace(repo, git(repo, "rev-parse", "HEAD").strip(), tmp_path / "ws")
+    assert list(plan_for(tmp_path, ws).files) == ["pkg/big.py"]
 
 
 def test_disabled_or_old_interpreters_get_no_plan(

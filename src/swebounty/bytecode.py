@@ -10,16 +10,17 @@ Why it cannot change a verdict:
 - they are compiled from the base commit's files before any patch is applied, by the
   environment's interpreter in isolated mode without `site` (`-I -S`: nothing of the
   repository or its environment runs), in the sandbox (hostile source can exhaust a compiler);
-  they are stored under the git blob id the harness read from the workspace's index, never
+  they are stored under the git blob id the harness read from the base commit's tree, never
   under a name the sandbox chose, and only if they have the checked-hash header;
 - they are copied, never linked, into the patched workspace for files no patch touched, through
   directory descriptors that follow no link: a `__pycache__` that is a link or a file, or a
   .pyc already there, is left alone.
-Test files (collect.split's rules: tests/ directories, test_*.py, conftest.py...) are left
-out: pytest compiles its own rewritten copy of test modules, and the rest there is mostly data
-for the tests (pylint's 1,500 functional-test inputs), which would cost more to copy than the
-few helpers imported from it cost to compile. Interpreters before 3.7 (no hash-based pycs) get nothing.
-The store is CACHE/bytecode/<cache tag>/; `swebounty prune` may delete it whole at any time.
+Left out: test files (collect.split's rules: tests/ directories, test_*.py, conftest.py...),
+since pytest compiles its own rewritten copy of test modules and the rest there is mostly data
+for the tests (pylint's 1,500 functional-test inputs); and modules under MIN_SOURCE_BYTES,
+which compile about as fast as they copy. Interpreters before 3.7 (no hash-based pycs) get
+nothing. The store is CACHE/bytecode/<cache tag>/ (by git blob id, so commits share it); it may
+be deleted whole at any time.
 """
 
 from __future__ import annotations
@@ -44,6 +45,10 @@ log = logging.getLogger(__name__)
 
 ENABLED = True  # bench/overhead_real.py turns it off to measure what it saves
 MAX_PYC_BYTES = 16 << 20
+# A smaller module compiles in about the time its copy takes on a busy disk (bench/
+# bytecode_cache.py): only larger ones are cached. In sympy 415 of 903 modules hold 92% of
+# the bytes, which is what compiling costs; pylint's 700 small doc examples are left out.
+MIN_SOURCE_BYTES = 8 << 10
 _VERSION = re.compile(r"^(\d+)\.(\d+)")
 _SHA = re.compile(r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")  # sha1 or sha256 object ids
 # Run with the workspace's files as data only: compile each job's file to OUT/<sha>.pyc.
@@ -110,17 +115,19 @@ def plan(cache_dir: Path, workspace: Path, interpreter: str, executable: Path) -
     tag = cache_tag(interpreter, executable)
     if not ENABLED or tag is None:
         return None
-    listing = git(workspace, "ls-files", "-s", "-z", env=isolated_git_env()).stdout
+    # The base commit's tree, with each blob's size: "<mode> <type> <id> <size>\t<path>".
+    listing = git(workspace, "ls-tree", "-r", "-l", "-z", "HEAD", env=isolated_git_env()).stdout
     rules = SplitRules()
     files: dict[str, str] = {}
     for record in listing.decode("utf-8", "surrogateescape").split("\0"):
         meta, _, rel = record.partition("\t")
         fields = meta.split()
-        if len(fields) != 3 or fields[0] not in ("100644", "100755") or not rel.endswith(".py"):
+        if len(fields) != 4 or fields[0] not in ("100644", "100755") or not rel.endswith(".py"):
             continue
-        if not _SHA.match(fields[1]) or rules.classify(rel) == "test":
+        if not _SHA.match(fields[2]) or not fields[3].isdigit() or rules.classify(rel) == "test":
             continue
-        files[rel] = fields[1]
+        if int(fields[3]) >= MIN_SOURCE_BYTES:
+            files[rel] = fields[2]
     return Plan(store=cache_dir / "bytecode" / tag, tag=tag, files=files)
 
 
