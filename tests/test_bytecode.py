@@ -26,7 +26,9 @@ VERSION = ".".join(map(str, sys.version_info[:3]))
 FILES = {
     "pkg/__init__.py": "from pkg.mod import VALUE\n",
     "pkg/mod.py": "VALUE = 1\n",
+    "pkg/sub/__init__.py": "",
     "pkg/sub/deep.py": "DEEP = 'deep'\n",
+    "doc/examples/bad.py": "import os\n",  # in no package: read as data, if at all
     "pkg/broken.py": "def f(:\n",  # does not compile: remembered, never retried
     "json.py": "raise SystemExit(7)\n",  # would break the compiler if the repo were on sys.path
     "sitecustomize.py": "raise SystemExit(9)\n",  # would stop the compiler if `site` ran
@@ -85,8 +87,8 @@ def test_plan_lists_the_sources_that_are_not_tests(
 ) -> None:
     pyc = plan_for(tmp_path, workspace(tmp_path, mirror, "ws"))
     assert sorted(pyc.files) == [
-        "json.py", "pkg/__init__.py", "pkg/broken.py", "pkg/mod.py", "pkg/sub/deep.py",
-        "sitecustomize.py",
+        "json.py", "pkg/__init__.py", "pkg/broken.py", "pkg/mod.py", "pkg/sub/__init__.py",
+        "pkg/sub/deep.py", "sitecustomize.py",
     ]  # fmt: skip
     assert pyc.tag == TAG
     blob = git(mirror[0], "rev-parse", "HEAD:pkg/mod.py").strip()
@@ -103,6 +105,17 @@ def test_only_modules_worth_copying_are_cached(
     git(repo, "commit", "-qm", "big")
     ws = make_workspace(repo, git(repo, "rev-parse", "HEAD").strip(), tmp_path / "ws")
     assert list(plan_for(tmp_path, ws).files) == ["pkg/big.py"]
+
+
+def test_importable_modules_are_in_packages_from_the_top_src_or_lib() -> None:
+    packages = {"pkg", "pkg/sub", "src/lib2", "lib/lib3", "doc/pkg"}
+    assert bytecode._importable("setup.py", packages)
+    assert bytecode._importable("pkg/sub/m.py", packages)
+    assert bytecode._importable("src/lib2/m.py", packages)
+    assert bytecode._importable("lib/lib3/m.py", packages)
+    assert not bytecode._importable("doc/pkg/m.py", packages)  # doc/ is no package
+    assert not bytecode._importable("pkg/nopkg/m.py", packages)
+    assert not bytecode._importable("scripts/m.py", packages)
 
 
 def test_disabled_or_old_interpreters_get_no_plan(
@@ -129,10 +142,10 @@ def test_compiled_once_in_the_sandbox_then_used_from_the_cache(
 ) -> None:
     ws = workspace(tmp_path, mirror, "ws")
     pyc = plan_for(tmp_path, ws)
-    assert _compile(tmp_path, ws, pyc, "out1") == 5  # all but pkg/broken.py
+    assert _compile(tmp_path, ws, pyc, "out1") == 6  # all but pkg/broken.py
     store = pyc.store
     entries = sorted(p.name for p in store.rglob("*.*"))
-    assert len([e for e in entries if e.endswith(".pyc")]) == 5
+    assert len([e for e in entries if e.endswith(".pyc")]) == 6
     assert [e for e in entries if e.endswith(".bad")] == [f"{pyc.files['pkg/broken.py']}.bad"]
     for path in store.rglob("*.pyc"):
         data = path.read_bytes()
@@ -145,10 +158,10 @@ def test_compiled_once_in_the_sandbox_then_used_from_the_cache(
 
     # A later workspace gets the pycs; Python uses them and does not write its own.
     ws3 = workspace(tmp_path, mirror, "ws3")
-    assert bytecode.seed(plan_for(tmp_path, ws3), ws3, skip={"pkg/sub/deep.py"}) == 4
+    assert bytecode.seed(plan_for(tmp_path, ws3), ws3, skip={"pkg/sub/deep.py"}) == 5
     cached = ws3 / "pkg" / "__pycache__" / f"mod.{TAG}.pyc"
     assert cached.read_bytes() == (store / cached_name(pyc, "pkg/mod.py")).read_bytes()
-    assert not (ws3 / "pkg" / "sub" / "__pycache__").exists()  # skipped: a patch touched it
+    assert not (ws3 / "pkg" / "sub" / "__pycache__" / f"deep.{TAG}.pyc").exists()  # skipped
     before = cached.stat().st_mtime_ns
     assert imported(ws3, "pkg.mod", "VALUE") == 1
     assert cached.stat().st_mtime_ns == before
@@ -223,13 +236,14 @@ def test_a_tree_of_many_files_compiles(tmp_path: Path) -> None:
         path = repo / "package_with_a_rather_long_name" / f"module_number_{n:04d}_of_many.py"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(f"N = {n}\n")
+    (repo / "package_with_a_rather_long_name" / "__init__.py").write_text("")
     git(repo, "init", "-q")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "base")
     ws = make_workspace(repo, git(repo, "rev-parse", "HEAD").strip(), tmp_path / "ws")
     pyc = plan_for(tmp_path, ws)
     assert len(json.dumps(sorted(pyc.files.items()))) > 64 << 10
-    assert _compile(tmp_path, ws, pyc, "out") == 800
+    assert _compile(tmp_path, ws, pyc, "out") == 801
 
 
 def _demo(cache: Path, runs: Path, run_id: str) -> dict[str, object]:

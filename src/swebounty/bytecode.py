@@ -46,9 +46,8 @@ log = logging.getLogger(__name__)
 ENABLED = True  # bench/overhead_real.py turns it off to measure what it saves
 MAX_PYC_BYTES = 16 << 20
 # A smaller module compiles in about the time its copy takes on a busy disk (bench/
-# bytecode_cache.py): only larger ones are cached. In sympy 415 of 903 modules hold 92% of
-# the bytes, which is what compiling costs; pylint's 700 small doc examples are left out.
-MIN_SOURCE_BYTES = 8 << 10
+# bytecode_cache.py, tried at 0, 2 and 8 KiB): only larger ones are cached.
+MIN_SOURCE_BYTES = 2 << 10
 _VERSION = re.compile(r"^(\d+)\.(\d+)")
 _SHA = re.compile(r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")  # sha1 or sha256 object ids
 # Run with the workspace's files as data only: compile each job's file to OUT/<sha>.pyc.
@@ -128,7 +127,28 @@ def plan(cache_dir: Path, workspace: Path, interpreter: str, executable: Path) -
             continue
         if int(fields[3]) >= MIN_SOURCE_BYTES:
             files[rel] = fields[2]
+    packages = {rel.rpartition("/")[0] for rel in files_named(listing, "__init__.py")}
+    files = {rel: sha for rel, sha in files.items() if _importable(rel, packages)}
     return Plan(store=cache_dir / "bytecode" / tag, tag=tag, files=files)
+
+
+def files_named(listing: bytes, name: str) -> list[str]:
+    """Paths in an `ls-tree -z` listing whose file name is `name`."""
+    paths = [r.partition("\t")[2] for r in listing.decode("utf-8", "surrogateescape").split("\0")]
+    return [p for p in paths if p == name or p.endswith("/" + name)]
+
+
+def _importable(rel: str, packages: set[str]) -> bool:
+    """A top-level module, or one in a chain of regular packages (each directory has its
+    __init__.py) from the top or from src/ or lib/: what `import` reaches. The rest (pylint's
+    doc examples, scripts, fixtures) is read as data if at all."""
+    dirs = rel.split("/")[:-1]
+    if dirs and dirs[0] in ("src", "lib") and "/".join(dirs[:1]) not in packages:
+        dirs = dirs[1:]
+        prefix = rel.split("/")[0] + "/"
+    else:
+        prefix = ""
+    return all(prefix + "/".join(dirs[: i + 1]) in packages for i in range(len(dirs)))
 
 
 def compile_missing(
