@@ -32,11 +32,14 @@ import logging
 import os
 import re
 from collections import defaultdict
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
 from swebounty import safefs
 from swebounty.collect.split import SplitRules
+from swebounty.envs import Environment
 from swebounty.repos import git, isolated_git_env
 from swebounty.sandbox import Sandbox
 from swebounty.sandbox.base import Mount, Policy
@@ -149,6 +152,30 @@ def _importable(rel: str, packages: set[str]) -> bool:
     else:
         prefix = ""
     return all(prefix + "/".join(dirs[: i + 1]) in packages for i in range(len(dirs)))
+
+
+def prepare(
+    cache_dir: Path,
+    env: Environment,
+    workspace: Path,
+    lease: Callable[[], AbstractContextManager[Sandbox]],
+    policy: Policy,
+    out: Path,
+) -> Plan | None:
+    """The plan for a fresh checkout of the base commit, its misses compiled while the
+    workspace is still the base's alone. Never raises: the cache only saves time."""
+    try:
+        pyc = plan(cache_dir, workspace, env.interpreter, env.interpreter_executable)
+        if pyc is not None and pyc.missing():
+            with lease() as sandbox:
+                compile_missing(
+                    pyc, workspace, env.interpreter_executable, [env.interpreter_prefix],
+                    sandbox, policy, out,
+                )  # fmt: skip
+    except Exception as exc:  # the tests run the same without it
+        log.warning("bytecode cache not used for %s: %s: %s", workspace, type(exc).__name__, exc)
+        return None
+    return pyc
 
 
 def compile_missing(

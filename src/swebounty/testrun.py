@@ -28,16 +28,16 @@ from pathlib import Path, PurePosixPath
 from typing import Protocol
 
 from swebounty import bytecode, safefs
+from swebounty.diffs import PatchError, files_in_patch
 from swebounty.envs import EnvBuildError, Environment, EnvManager, TaskEnv
 from swebounty.grading import unusable
 from swebounty.integrity import (
     IntegrityError,
-    infra_manifest,
     revert_test_infra,
     revert_test_paths,
     strip_compiled,
 )
-from swebounty.patches import PatchError, apply_patch, files_in_patch, head_entries, reset_files
+from swebounty.patches import apply_patch, reset_files
 from swebounty.pytest_guard import (
     GUARD_DIR,
     ChannelTampered,
@@ -45,13 +45,14 @@ from swebounty.pytest_guard import (
     new_key,
     read_channel,
     runner_argv,
+    runner_config,
     write_config,
 )
 from swebounty.repos import RepoError, commit_date, ensure_mirror, make_workspace
 from swebounty.sandbox import Sandbox, SandboxError
 from swebounty.sandbox.base import Mount, Policy, RunResult
 from swebounty.tasks import Task
-from swebounty.testing import JUnitError, TestOutcome, parse_junit_bytes, pytest_command, test_files
+from swebounty.testing import JUnitError, TestOutcome, parse_junit_bytes, test_files
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +60,6 @@ log = logging.getLogger(__name__)
 # install is the submission's doing, not an infrastructure error.
 BUILD_FILES = ("setup.py", "setup.cfg", "pyproject.toml", "MANIFEST.in")
 JUNIT_IN_SANDBOX = "/tmp/swebounty-junit.xml"  # the sandbox's private /tmp
-MACHINERY = ("_pytest/__init__.py", "pytest/__init__.py", "pytest.py", "pluggy/__init__.py")
 
 
 class RunContext(Protocol):
@@ -214,7 +214,7 @@ def _run_tests_in(
         return None
     workspace, env = workspace_and_env(task, ctx, scratch)
     result.env_key = env.key
-    pyc = _pristine_bytecode(ctx, env, workspace, scratch)
+    pyc = bytecode.prepare(ctx.cache_dir, env, workspace, ctx.lease, ctx.policy, scratch / "pyc")
     try:
         result.patch_method = apply_patch(workspace, patch)
     except PatchError as exc:
@@ -239,61 +239,14 @@ def _run_tests_in(
         return None
     if pyc is not None:
         bytecode.seed(pyc, workspace, skip={*files_in_patch(patch), *test_paths})
-    config = _runner_config(task, patch, env, workspace, result, test_paths)
+    config = runner_config(
+        patch, env, workspace, test_paths, result.test_infra_reverted, result.test_files,
+        JUNIT_IN_SANDBOX,
+    )  # fmt: skip
     task_env = ctx.envs.for_task(env, workspace, scratch / "layer")
     with ctx.lease() as sandbox:
         return _run_guarded(task, patch, ctx, sandbox, task_env, workspace, scratch, log_dir,
                             config, result)  # fmt: skip
-
-
-def _pristine_bytecode(
-    ctx: RunContext, env: Environment, workspace: Path, scratch: Path
-) -> bytecode.Plan | None:
-    """The bytecode cache's plan for this checkout, its misses compiled while the workspace
-    is still the base commit's alone (bytecode.py says why this cannot change a verdict)."""
-    try:
-        pyc = bytecode.plan(ctx.cache_dir, workspace, env.interpreter, env.interpreter_executable)
-        if pyc is not None and pyc.missing():
-            with ctx.lease() as sandbox:
-                bytecode.compile_missing(
-                    pyc, workspace, env.interpreter_executable, [env.interpreter_prefix],
-                    sandbox, ctx.policy, scratch / "bytecode",
-                )  # fmt: skip
-    except Exception as exc:  # only a speed-up: the tests run the same without it
-        log.warning("bytecode cache not used for %s: %s: %s", workspace, type(exc).__name__, exc)
-        return None
-    return pyc
-
-
-def _runner_config(
-    task: Task,
-    patch: str,
-    env: Environment,
-    workspace: Path,
-    result: TestRun,
-    test_paths: list[str],
-) -> dict[str, object]:
-    """What run_pytest.py needs besides the key: written to a file the sandbox reads only."""
-    # A project that is pytest (or pluggy) tests itself with its own code, as in its base.
-    roots = {".", "src", *(env.project.roots if env.project else [])}
-    wanted = {("" if r == "." else f"{r}/") + m: r for r in roots for m in MACHINERY}
-    found = head_entries(workspace, sorted(wanted))
-    # "src/_pytest/__init__.py" -> the package "src/_pytest"; "pytest.py" -> itself
-    own = [p.removesuffix("/__init__.py") for p in found]
-    kept = set(result.test_infra_reverted) | set(test_paths)
-    untrusted = [
-        str(workspace / p)
-        for p in files_in_patch(patch)
-        if p not in kept and not any(p == o or p.startswith(o + "/") for o in own)
-    ]
-    return {
-        "workspace": str(workspace),
-        "infra": infra_manifest(workspace),
-        "self_hosted": bool(own),
-        "untrusted_files": untrusted,
-        "junit": JUNIT_IN_SANDBOX,
-        "args": pytest_command([], result.test_files, Path(JUNIT_IN_SANDBOX)),
-    }
 
 
 def _run_guarded(

@@ -18,11 +18,16 @@ from pathlib import Path
 
 import defusedxml.ElementTree as DefusedET
 
-from swebounty.testing import TestOutcome
+from swebounty.diffs import files_in_patch
+from swebounty.envs import Environment
+from swebounty.integrity import infra_manifest
+from swebounty.patches import head_entries
+from swebounty.testing import TestOutcome, pytest_command
 
 GUARD_DIR = Path(__file__).resolve().parent
 RUNNER = GUARD_DIR / "run_pytest.py"
 MAGIC = b"SWEBOUNTY-RESULT"
+MACHINERY = ("_pytest/__init__.py", "pytest/__init__.py", "pytest.py", "pluggy/__init__.py")
 
 
 @dataclass
@@ -115,3 +120,36 @@ def disagreements(data: bytes, outcomes: dict[str, TestOutcome], seen: dict[str,
             f"the JUnit XML holds {bad_cases} failing testcases, pytest reported {bad_seen}"
         )
     return problems[:10]
+
+
+def runner_config(
+    patch: str,
+    env: Environment,
+    workspace: Path,
+    test_paths: list[str],
+    reverted: list[str],
+    test_files: list[str],
+    junit: str,
+) -> dict[str, object]:
+    """What run_pytest.py needs besides the key: written to a file the sandbox reads only.
+    `reverted`: the infrastructure put back to the base's; `junit`: where pytest writes."""
+    # A project that is pytest (or pluggy) tests itself with its own code, as in its base.
+    roots = {".", "src", *(env.project.roots if env.project else [])}
+    wanted = {("" if r == "." else f"{r}/") + m: r for r in roots for m in MACHINERY}
+    found = head_entries(workspace, sorted(wanted))
+    # "src/_pytest/__init__.py" -> the package "src/_pytest"; "pytest.py" -> itself
+    own = [p.removesuffix("/__init__.py") for p in found]
+    kept = set(reverted) | set(test_paths)
+    untrusted = [
+        str(workspace / p)
+        for p in files_in_patch(patch)
+        if p not in kept and not any(p == o or p.startswith(o + "/") for o in own)
+    ]
+    return {
+        "workspace": str(workspace),
+        "infra": infra_manifest(workspace),
+        "self_hosted": bool(own),
+        "untrusted_files": untrusted,
+        "junit": junit,
+        "args": pytest_command([], test_files, Path(junit)),
+    }
