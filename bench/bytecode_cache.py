@@ -31,9 +31,9 @@ from rich.console import Console
 from rich.table import Table
 
 from swebounty import bytecode, safefs
+from swebounty.evalcontext import EvalContext
 from swebounty.patches import apply_patch
 from swebounty.repos import commit_date, ensure_mirror, make_workspace
-from swebounty.runs import EvalContext
 from swebounty.tasks import Task, load_tasks
 from swebounty.testing import pytest_command, test_files
 from swebounty.workdirs import work_root

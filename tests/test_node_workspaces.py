@@ -19,7 +19,8 @@ from swebounty.envs.node_workspaces import (
     nested_packages,
     packages_of_tests,
 )
-from swebounty.runs import EvalContext, evaluate_one
+from swebounty.evalcontext import EvalContext
+from swebounty.runs import evaluate_one
 from swebounty.sandbox import bwrap_available
 from swebounty.tasks import Submission, Task
 

@@ -19,6 +19,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from swebounty import home
+from swebounty.evalcontext import EvalContext
 from swebounty.evalinputs import (
     DEMO,
     EvalInputError,
@@ -26,7 +27,7 @@ from swebounty.evalinputs import (
     load_dataset,
     load_submissions,
 )
-from swebounty.runs import EvalContext, ProgressFn, evaluate_run
+from swebounty.runs import ProgressFn, evaluate_run
 from swebounty.store import Store, check_run_id
 from swebounty.summary import run_report, write_run_report
 from swebounty.tasks import RecordError, Submission, Task, Verdict

@@ -27,16 +27,11 @@ from swebounty.diffs import (
     parse_patch,
 )
 
-# PatchError, files_in_patch and parse_patch are diffs.py's: listed here because testing.py and
-# testrun.py still import them from this module.
 __all__ = [
     "COMMAND_TIMEOUT",
     "PATCH_METHODS",
-    "PatchError",
     "apply_patch",
-    "files_in_patch",
     "head_entries",
-    "parse_patch",
     "read_blobs",
     "reset_files",
 ]

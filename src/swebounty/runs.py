@@ -29,10 +29,9 @@ from swebounty.store import Store
 from swebounty.tasks import RecordError, Submission, Task, Verdict
 from swebounty.testrun import build_task_env, run_tests
 
-# EvalContext is evalcontext.py's, build_task_env and run_tests testrun.py's: listed here because
-# evaluation.py (EvalContext) and older callers import them from this module.
+# build_task_env and run_tests are testrun.py's: listed here because the executors, `envs build`
+# and validation import them from this module.
 __all__ = [
-    "EvalContext",
     "Executor",
     "build_task_env",
     "evaluate_one",

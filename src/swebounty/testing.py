@@ -18,7 +18,7 @@ import defusedxml.ElementTree as DefusedET
 from defusedxml import DefusedXmlException
 
 from swebounty import safefs
-from swebounty.patches import parse_patch
+from swebounty.diffs import parse_patch
 from swebounty.tasks import TestStatus
 
 log = logging.getLogger(__name__)

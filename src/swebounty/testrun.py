@@ -63,7 +63,7 @@ JUNIT_IN_SANDBOX = "/tmp/swebounty-junit.xml"  # the sandbox's private /tmp
 
 
 class RunContext(Protocol):
-    """What running tests needs from an evaluation context (runs.EvalContext has it)."""
+    """What running tests needs from an evaluation context (evalcontext.EvalContext has it)."""
 
     cache_dir: Path
     repos_dir: Path | None
@@ -131,7 +131,7 @@ def run_tests(
     except (RepoError, EnvBuildError, SandboxError, IntegrityError) as exc:
         result.error = str(exc)
     except Exception as exc:  # a harness bug must not take the run down with it
-        cancelled = getattr(ctx, "cancelled", None)  # runs.EvalContext's, set by Ctrl-C
+        cancelled = getattr(ctx, "cancelled", None)  # EvalContext's, set by Ctrl-C
         if cancelled is not None and cancelled.is_set():
             # a step cut short by Ctrl-C (its tools got SIGINT too): expected, not a bug
             log.info("%s: stopped by the interruption (%s)", task.instance_id, exc)

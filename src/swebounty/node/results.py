@@ -22,10 +22,9 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from swebounty.testing import MESSAGE_CHARS, JUnitError, TestOutcome
+from swebounty.testing import MESSAGE_CHARS, SEVERITY, JUnitError, TestOutcome
 
 MAX_RESULT_BYTES = 64 * 1024 * 1024
-_SEVERITY = {"failed": 4, "error": 3, "missing": 2, "skipped": 1, "passed": 0}
 _JEST_STATUS = {"passed": "passed", "failed": "failed", "pending": "skipped", "skipped": "skipped",
                 "todo": "skipped", "disabled": "skipped", "focused": "passed"}  # fmt: skip
 
@@ -57,7 +56,7 @@ class JsResults:
         """Both runs' results: an id matching tests of both must pass in both."""
         files = dict(self.files)
         for f, status in other.files.items():
-            if _SEVERITY.get(status, 0) > _SEVERITY.get(files.get(f, "passed"), 0):
+            if SEVERITY.get(status, 0) > SEVERITY.get(files.get(f, "passed"), 0):
                 files[f] = status
             files.setdefault(f, status)
         return JsResults(self.cases + other.cases, files, {**other.file_errors, **self.file_errors})
@@ -193,7 +192,7 @@ def _aggregate(found: list[JsCase]) -> TestOutcome:
     bad = [c for c in found if c.status != "passed"]
     if not bad:
         return TestOutcome("passed")
-    worst = max(bad, key=lambda c: _SEVERITY.get(c.status, 4))
+    worst = max(bad, key=lambda c: SEVERITY.get(c.status, 4))
     listed = "; ".join(f"{c.full}: {c.status}" for c in bad[:5])
     return TestOutcome(
         worst.status,  # type: ignore[arg-type]
@@ -291,7 +290,7 @@ def outcomes_of(results: JsResults) -> dict[str, TestOutcome]:
     for case in results.cases:
         key = f"{case.file}::{case.full}" if case.file else case.full
         prev = out.get(key)
-        if prev is None or _SEVERITY[case.status] > _SEVERITY[prev.status]:
+        if prev is None or SEVERITY[case.status] > SEVERITY[prev.status]:
             out[key] = TestOutcome(case.status, case.message)  # type: ignore[arg-type]
     for file, why in results.file_errors.items():
         out.setdefault(file, TestOutcome("error", why))
