@@ -178,3 +178,22 @@ def test_the_internet_is_out_of_reach(page):
     )
     assert verdict.status == "resolved", (verdict.reason, verdict.tests)
     assert seen == []
+
+
+def test_a_patch_never_brings_its_own_test_runner(tmp_path: Path) -> None:
+    """A fake mocha in the patch's node_modules would report whatever it likes: it is removed,
+    the environment's runner runs, and the verdict says what was put back."""
+    cache = tmp_path / "cache"
+    mirror, (demo, _) = build_demo(cache / "demo", "js")
+    fake = "#!/usr/bin/env node\nconsole.log('FAKE MOCHA RAN')\nprocess.exit(0)\n"
+    manifest = json.dumps({"name": "mocha", "version": "99.0.0", "bin": {"mocha": "bin/mocha.js"}})
+    paths = ["node_modules/mocha/package.json", "node_modules/mocha/bin/mocha.js"]
+    patch = _add_file(paths[0], manifest) + _add_file(paths[1], fake)
+    ctx = EvalContext.create(cache_dir=cache, runs_dir=tmp_path / "runs", repos_dir=mirror.parent)
+    logs = tmp_path / "runs" / "fake"
+    sub = Submission(instance_id=demo.instance_id, model_patch=patch)
+    verdict = evaluate_one(demo, sub, ctx, logs)
+    assert verdict.status == "unresolved", verdict.reason
+    assert "modifies_test_config" in verdict.hack_flags
+    assert set(paths) <= set(verdict.test_infra_reverted)
+    assert "FAKE MOCHA RAN" not in (logs / "test_output.txt").read_text()

@@ -69,6 +69,7 @@ def evaluate_one(task: Task, submission: Submission, ctx: EvalContext, log_dir: 
         tr = run_tests(task, submission.model_patch or "", ctx, log_dir)
         verdict = grade_node(task, submission, tr)
         verdict.env_key = tr.env_key
+        verdict.test_infra_reverted = tr.test_infra_reverted
         kept = log_dir / "artifacts"
         verdict.artifacts = sorted(
             p.relative_to(log_dir).as_posix() for p in kept.rglob("*") if p.is_file()

@@ -175,10 +175,17 @@ def run_node_tests(
     except PatchError as exc:
         result.patch_error = str(exc)
         return
+    # The environment's node_modules hold the test runner, its reporters and plugins: a
+    # patch's own (a fake jest or mocha that reports passes) never takes their place.
+    vendored = [p for p in files_in_patch(patch) if "node_modules" in PurePosixPath(p).parts]
+    if vendored:
+        reset_files(workspace, vendored)
+        result.test_infra_reverted += vendored
     reset_files(workspace, files_in_patch(task.test_patch))
     restored = restore_test_config(workspace, packages_before, files_in_patch(patch))
     if restored:
         log.info("%s: restored test configuration %s", task.instance_id, restored)
+        result.test_infra_reverted += restored
     try:
         apply_patch(workspace, task.test_patch)
     except PatchError as exc:
