@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from swebounty.bytecode import cache_tag
 from swebounty.cli import app
 from swebounty.envs import EnvManager
 
@@ -62,14 +63,25 @@ def test_build_list_and_prune(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     assert result.exit_code == 2 and "no runs in" in result.output
     assert [e.key for e in EnvManager(cache / "envs").list()] == [key]
 
-    _run("envs", "prune", "--keep-run", "r", *where)
+    # The bytecode cache of the kept environment's interpreter stays; another one goes.
+    tag = cache_tag(envs[0].interpreter, envs[0].interpreter_executable)
+    assert tag is not None
+    for name in (tag, "cpython-99"):
+        entry = cache / "bytecode" / name / "ab" / "ab12.pyc"
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        entry.write_bytes(b"x" * 100)
+    out = _run("envs", "prune", "--keep-run", "r", *where)
+    assert "removing bytecode cache cpython-99" in out and tag not in out
     assert [e.key for e in EnvManager(cache / "envs").list()] == [key]
+    assert sorted(p.name for p in (cache / "bytecode").iterdir()) == [tag]
     out = _run("envs", "prune", "--all", "--dry-run", "--cache-dir", str(cache))
     assert f"would remove {key[:16]}" in out and "nothing deleted" in out
     assert [e.key for e in EnvManager(cache / "envs").list()] == [key]
     out = _run("envs", "prune", "--all", "--cache-dir", str(cache))
     assert f"removing {key[:16]}" in out and "freed" in out
+    assert f"removing bytecode cache {tag}" in out
     assert EnvManager(cache / "envs").list() == []
+    assert list((cache / "bytecode").iterdir()) == []
 
 
 def test_prune_without_a_choice_is_refused(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ since pytest compiles its own rewritten copy of test modules and the rest there 
 for the tests (pylint's 1,500 functional-test inputs); and modules under MIN_SOURCE_BYTES,
 which compile about as fast as they copy. Interpreters before 3.7 (no hash-based pycs) get
 nothing. The store is CACHE/bytecode/<cache tag>/ (by git blob id, so commits share it); it may
-be deleted whole at any time.
+be deleted whole at any time, and `swebounty envs prune` drops the tags no kept environment uses.
 """
 
 from __future__ import annotations

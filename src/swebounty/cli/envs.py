@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -180,6 +181,8 @@ def envs_prune(
 
     Lists what it deletes. A run it does not know is an error, and nothing is deleted.
     """
+    from swebounty import safefs
+    from swebounty.bytecode import cache_tag
     from swebounty.envs import EnvManager
     from swebounty.store import Store
 
@@ -215,17 +218,35 @@ def envs_prune(
     doomed = [
         (what, size) for key, what, size in found if keep_keys is None or key not in keep_keys
     ]
+    # The bytecode cache (bytecode.py) of each interpreter no kept environment uses.
+    kept_tags = {
+        cache_tag(e.interpreter, e.interpreter_executable)
+        for e in manager.list()
+        if keep_keys is not None and e.key in keep_keys
+    }
+    stores = sorted((cache / "bytecode").iterdir()) if (cache / "bytecode").is_dir() else []
+    stale = [p for p in stores if p.name not in kept_tags and p.is_dir() and not p.is_symlink()]
+    gone = len(doomed)  # environments; the bytecode caches are listed with them
+    doomed += [(f"bytecode cache {p.name}", _tree_bytes(p)) for p in stale]
     verb = "would remove" if dry_run else "removing"
     for what, size in doomed:
         out.print(f"{verb} {what} ({_size(size)})")
-    kept = len(found) - len(doomed)
+    kept = len(found) - gone
     if dry_run:
-        out.print(f"dry run: {len(doomed)} environment(s) would go, {kept} kept; nothing deleted")
+        out.print(f"dry run: {gone} environment(s) would go, {kept} kept; nothing deleted")
         return
     freed = manager.prune(keep_keys)
     if node is not None:
         freed += node.prune(keep_keys)
-    out.print(f"removed {len(doomed)} environment(s), kept {kept}; freed {_size(freed)}")
+    for path in stale:
+        freed += _tree_bytes(path)
+        safefs.remove_tree(path)
+    out.print(f"removed {gone} environment(s), kept {kept}; freed {_size(freed)}")
+
+
+def _tree_bytes(root: Path) -> int:
+    """Bytes of the regular files under `root` (links not followed)."""
+    return sum(os.lstat(os.path.join(d, f)).st_size for d, _, files in os.walk(root) for f in files)
 
 
 def register(app: typer.Typer) -> None:
