@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from overhead_real import DEFAULT_TASKS  # the same seven tasks (bench/ is on sys.path)
 from rich.console import Console
 from rich.table import Table
 
@@ -38,15 +39,6 @@ from swebounty.tasks import Task, load_tasks
 from swebounty.testing import pytest_command, test_files
 from swebounty.workdirs import work_root
 
-DEFAULT_TASKS = [
-    "pallets__flask-4992",
-    "pylint-dev__pylint-7228",
-    "pylint-dev__pylint-7993",
-    "sympy__sympy-23191",
-    "sympy__sympy-24152",
-    "mwaskom__seaborn-3010",
-    "sphinx-doc__sphinx-10466",
-]
 console = Console(stderr=True)
 
 
