@@ -15,7 +15,6 @@ the harness fills it (bytecode.compile_missing in the sandbox).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import resource
@@ -27,7 +26,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from overhead_real import DEFAULT_TASKS  # the same seven tasks (bench/ is on sys.path)
+from overhead_real import (  # the same tasks and options (bench/ is on sys.path)
+    DEFAULT_TASKS,
+    task_args,
+)
 from rich.console import Console
 from rich.table import Table
 
@@ -91,13 +93,7 @@ def one_run(task: Task, ctx: EvalContext, root: Path, seeded: bool) -> dict[str,
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--dataset", type=Path, required=True)
-    p.add_argument("--repos-dir", type=Path, required=True, help="clones named owner__name")
-    default_cache = Path(os.environ.get("SWEBOUNTY_CACHE", "~/.cache/swebounty"))
-    p.add_argument("--cache-dir", type=Path, default=default_cache)
-    p.add_argument("-i", "--instance-id", action="append", dest="ids", help="default: 7 tasks")
-    p.add_argument("--repeat", type=int, default=3)
+    p = task_args(__doc__)
     p.add_argument(
         "--json", type=Path, default=Path(__file__).parent / "results/bytecode_cache.json"
     )

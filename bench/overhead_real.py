@@ -176,14 +176,23 @@ class Stages:
         }
 
 
-def parse_args() -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+def task_args(description: str | None) -> argparse.ArgumentParser:
+    """The options of a bench over real tasks with warm environments (this one and
+    bytecode_cache.py): the dataset, the clones, the cache, which tasks, how many repeats."""
+    p = argparse.ArgumentParser(
+        description=description, formatter_class=argparse.RawTextHelpFormatter
+    )
     p.add_argument("--dataset", type=Path, required=True)
     p.add_argument("--repos-dir", type=Path, required=True, help="clones named owner__name")
     default_cache = Path(os.environ.get("SWEBOUNTY_CACHE", "~/.cache/swebounty"))
     p.add_argument("--cache-dir", type=Path, default=default_cache)
     p.add_argument("-i", "--instance-id", action="append", dest="ids", help="default: 7 tasks")
     p.add_argument("--repeat", type=int, default=3)
+    return p
+
+
+def parse_args() -> argparse.Namespace:
+    p = task_args(__doc__)
     p.add_argument("--workers", default="1,2", help="real-task throughput at these workers")
     p.add_argument("--demo-workers", default="1,2,4", help="demo throughput at these workers")
     p.add_argument("--demo-attempts", type=int, default=6, help="gold attempts per demo task")
