@@ -24,7 +24,7 @@ from swebounty.envs import EnvManager
 from swebounty.sandbox import Sandbox, SandboxError, get_sandbox
 from swebounty.sandbox.base import Mount, Policy, RunResult
 from swebounty.testrun import BaseRun
-from swebounty.workdirs import make_work_dir, sweep_dead_work_dirs
+from swebounty.workdirs import make_memory_work_dir, make_work_dir, sweep_dead_work_dirs
 
 __all__ = ["EvalContext", "RunCancelled", "memory_share"]
 
@@ -40,6 +40,9 @@ class EvalContext:
     envs: EnvManager
     policy: Policy
     work_dir: Path
+    # This process's work directory on a tmpfs, for the workspaces the sandbox overlays, or
+    # None: all workspaces go to `work_dir` (workdirs.make_memory_work_dir).
+    memory_dir: Path | None = None
     keep_test_infra: bool = False  # --keep-test-infra: grade with the submission's conftest etc.
     base_runs: dict[str, BaseRun] = field(default_factory=dict, repr=False)
     # Set when the run is interrupted: no new sandbox starts, and nothing is saved after it.
@@ -62,8 +65,10 @@ class EvalContext:
             self._pool.put(sandbox)
 
     def close(self) -> None:
-        """Remove this process's work directory (also done at exit if never called)."""
+        """Remove this process's work directories (also done at exit if never called)."""
         shutil.rmtree(self.work_dir, ignore_errors=True)
+        if self.memory_dir is not None:
+            shutil.rmtree(self.memory_dir, ignore_errors=True)
 
     def __enter__(self) -> EvalContext:
         return self
@@ -88,17 +93,19 @@ class EvalContext:
         work_kind: str = "run",
     ) -> EvalContext:
         """`memory_bytes` per worker defaults to a share of the machine (memory_share);
-        `work_kind` names the work directory (workdirs.make_work_dir); leftovers of this user's
-        dead harnesses on this host are removed first."""
+        `work_kind` names the work directories (workdirs.make_work_dir, make_memory_work_dir);
+        leftovers of this user's dead harnesses on this host are removed first."""
         cache_dir = cache_dir.expanduser().resolve()
         cache_dir.mkdir(parents=True, exist_ok=True)
         sweep_dead_work_dirs(cache_dir)
-        work_dir = make_work_dir(cache_dir, work_kind)
         sandboxes: list[Sandbox] = (
             [_NoSandbox()]
             if sandbox == "none"
             else [get_sandbox(sandbox, slot) for slot in range(max(1, workers))]
         )
+        overlaid = all(sb.overlays_ephemeral for sb in sandboxes)
+        memory_dir = make_memory_work_dir(work_kind, overlaid)
+        work_dir = make_work_dir(cache_dir, work_kind)
         ctx = cls(
             cache_dir=cache_dir,
             runs_dir=runs_dir.expanduser().resolve(),
@@ -109,11 +116,14 @@ class EvalContext:
                 timeout_s=timeout_s, memory_bytes=memory_bytes or memory_share(max(1, workers))
             ),
             work_dir=work_dir,
+            memory_dir=memory_dir,
             keep_test_infra=keep_test_infra,
         )
         for sb in sandboxes:
             ctx._pool.put(sb)
         weakref.finalize(ctx, shutil.rmtree, work_dir, True)
+        if memory_dir is not None:
+            weakref.finalize(ctx, shutil.rmtree, memory_dir, True)
         return ctx
 
 
@@ -122,6 +132,7 @@ class _NoSandbox:
 
     name = "none"
     isolated = True
+    overlays_ephemeral = False
 
     def prepare_workdir(self, path: Path) -> None:
         raise SandboxError("this context builds environments only; it runs no tests")

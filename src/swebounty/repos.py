@@ -9,6 +9,7 @@ newer than the base: the objects of later commits are simply not there.
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import logging
 import os
@@ -257,6 +258,20 @@ def resolve_commit(mirror: Path, commit: str) -> str:
     if proc.returncode != 0:
         raise _missing_commit(mirror, commit)
     return proc.stdout.decode().strip()
+
+
+@functools.lru_cache(maxsize=256)
+def tree_size(mirror: Path, commit: str) -> tuple[int, int]:
+    """(bytes, files) of `commit`'s tree: the sum of its blobs' sizes, and how many entries
+    it has (`git ls-tree -r -l`; cached: every attempt at a task asks)."""
+    listing = git(mirror, "ls-tree", "-r", "-l", "-z", f"{resolve_commit(mirror, commit)}^{{tree}}")
+    size = files = 0
+    for record in listing.stdout.split(b"\0"):
+        fields = record.partition(b"\t")[0].split()
+        if len(fields) == 4:
+            files += 1
+            size += int(fields[3]) if fields[3].isdigit() else 0  # "-": a submodule's gitlink
+    return size, files
 
 
 def make_workspace(mirror: Path, commit: str, dest: Path) -> Path:

@@ -48,11 +48,12 @@ from swebounty.pytest_guard import (
     runner_config,
     write_config,
 )
-from swebounty.repos import RepoError, commit_date, ensure_mirror, make_workspace
+from swebounty.repos import RepoError, commit_date, ensure_mirror, make_workspace, tree_size
 from swebounty.sandbox import Sandbox, SandboxError
 from swebounty.sandbox.base import Mount, Policy, RunResult
 from swebounty.tasks import Task
 from swebounty.testing import JUnitError, TestOutcome, parse_junit_bytes, test_files
+from swebounty.workdirs import memory_place
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +71,7 @@ class RunContext(Protocol):
     envs: EnvManager
     policy: Policy
     work_dir: Path
+    memory_dir: Path | None
     keep_test_infra: bool
     base_runs: dict[str, BaseRun]
 
@@ -141,6 +143,10 @@ def run_tests(
     finally:
         # Never recursive, never raising: a tree the tests left cannot cost the verdict.
         result.cleanup_error = safefs.remove_tree(scratch)
+        if ctx.memory_dir is not None:  # the workspace, if it was made in memory
+            result.cleanup_error = safefs.remove_tree(ctx.memory_dir / scratch.name) or (
+                result.cleanup_error
+            )
         if result.cleanup_error:
             log.warning("%s: cleanup: %s", task.instance_id, result.cleanup_error)
     if crash is not None:
@@ -212,7 +218,7 @@ def _run_tests_in(
 
         run_node_tests(task, patch, ctx, log_dir, scratch, result)
         return None
-    workspace, env = workspace_and_env(task, ctx, scratch)
+    workspace, env = workspace_and_env(task, ctx, scratch, overlaid=True)
     result.env_key = env.key
     pyc = bytecode.prepare(ctx.cache_dir, env, workspace, ctx.lease, ctx.policy, scratch / "pyc")
     try:
@@ -358,8 +364,13 @@ def _tampered(result: TestRun, problems: list[str]) -> None:
     result.flags.append("tampers_with_test_runner")
 
 
-def workspace_and_env(task: Task, ctx: RunContext, scratch: Path) -> tuple[Path, Environment]:
-    """A fresh workspace at the base commit in `scratch`, and the task's built environment."""
+def workspace_and_env(
+    task: Task, ctx: RunContext, scratch: Path, *, overlaid: bool = False
+) -> tuple[Path, Environment]:
+    """A fresh workspace at the base commit, and the task's built environment. The workspace
+    is `scratch/workspace`, or, when every sandbox that will see it lays an overlay on it
+    (`overlaid`: the host copy is never written), `MEMORY_DIR/<scratch's name>/workspace` if
+    the tree fits in the memory work directory (workdirs.memory_place)."""
     mirror = ensure_mirror(
         task.repo,
         repos_dir=ctx.repos_dir,
@@ -368,7 +379,11 @@ def workspace_and_env(task: Task, ctx: RunContext, scratch: Path) -> tuple[Path,
         commits=[task.base_commit],  # a cached clone older than the task is fetched once
     )
     scratch.mkdir(mode=0o711)
-    workspace = make_workspace(mirror, task.base_commit, scratch / "workspace")
+    place = None
+    if overlaid and ctx.memory_dir is not None:
+        size, files = tree_size(mirror, task.base_commit)
+        place = memory_place(ctx.memory_dir, scratch.name, size, files)
+    workspace = make_workspace(mirror, task.base_commit, (place or scratch) / "workspace")
     spec = ctx.envs.spec_for(task, workspace, commit_date(mirror, task.base_commit))
     return workspace, ctx.envs.ensure(spec, workspace)
 

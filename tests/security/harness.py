@@ -195,7 +195,8 @@ def run_attacks(
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-    out.host_problems = _host_problems(canary, listener, token, ctx.work_dir, out.runs_dir)
+    work_dirs = [ctx.work_dir, *([ctx.memory_dir] if ctx.memory_dir else [])]
+    out.host_problems = _host_problems(canary, listener, token, work_dirs, out.runs_dir)
     targets = [Path("/"), Path("/usr"), Path("/etc"), Path(env.interpreter_prefix)]
     targets += list(Path(env.path).glob("lib/python*/site-packages"))
     planted = [str(t / f"pwned-{token}") for t in targets if os.path.lexists(t / f"pwned-{token}")]
@@ -208,7 +209,7 @@ def run_attacks(
 
 
 def _host_problems(
-    canary: Path, listener: socket.socket, token: str, work_dir: Path, runs_dir: Path
+    canary: Path, listener: socket.socket, token: str, work_dirs: list[Path], runs_dir: Path
 ) -> list[str]:
     problems = []
     if sorted(p.name for p in canary.iterdir()) != ["keep.txt"]:
@@ -228,9 +229,10 @@ def _host_problems(
     time.sleep(5)  # the daemon attack waits 4 s before writing
     if (canary / "daemon").exists():
         problems.append("a daemon outlived its run")
-    leftovers = [p.name for p in work_dir.glob("demo__tinytext-*")] if work_dir.is_dir() else []
-    if leftovers:
-        problems.append(f"workspaces left in {work_dir}: {leftovers[:5]}")
+    for work_dir in work_dirs:  # on the disk, and in memory (workdirs.make_memory_work_dir)
+        leftovers = [p.name for p in work_dir.glob("demo__tinytext-*")] if work_dir.is_dir() else []
+        if leftovers:
+            problems.append(f"workspaces left in {work_dir}: {leftovers[:5]}")
     survivors = []
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():

@@ -90,6 +90,13 @@ class Sandbox(Protocol):
         replace."""
         ...
 
+    @property
+    def overlays_ephemeral(self) -> bool:
+        """Whether an ephemeral Mount is an overlay whose writes land in a bounded area of the
+        run, so that the sandbox never writes the host path (workdirs.py then keeps such
+        workspaces in memory)."""
+        ...
+
     def prepare_workdir(self, path: Path) -> None:
         """Make `path` (a workspace or output dir, or a socket to connect to) the sandbox
         user's."""

@@ -114,6 +114,12 @@ class BwrapSandbox:
         else:
             self.uid, self.gid = os.getuid(), os.getgid()
 
+    @property
+    def overlays_ephemeral(self) -> bool:
+        """Started by root with bwrap 0.10+, an ephemeral mount is an overlay whose writes
+        land in the launcher's bounded tmpfs; as an ordinary user it is a writable bind."""
+        return self.as_root and self._has_overlays()
+
     def prepare_workdir(self, path: Path) -> None:
         """Give the tree (or the file) at `path` to the sandbox uid (the workspace must be
         owned by it).

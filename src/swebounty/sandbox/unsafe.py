@@ -26,6 +26,7 @@ class UnsafeSandbox:
 
     name = "unsafe"
     isolated = False
+    overlays_ephemeral = False  # the command writes the host's files themselves
 
     def __init__(self) -> None:
         log.warning(
