@@ -95,7 +95,7 @@ STAGES: list[tuple[str, str, str]] = [
     ("results: channel, JUnit, cross-check", "swebounty.pytest_guard", "read_channel"),
     ("results: channel, JUnit, cross-check", "swebounty.testing", "parse_junit_bytes"),
     ("results: channel, JUnit, cross-check", "swebounty.pytest_guard", "disagreements"),
-    ("base run (failure attribution)", "swebounty.testrun", "base_run"),
+    ("base run (failure attribution)", "swebounty.baseline", "base_run"),
     ("grading", "swebounty.grading", "grade"),
     ("store commit", "swebounty.store", "Store.save_verdict"),
     ("cleanup", "swebounty.safefs", "remove_tree"),

@@ -157,12 +157,16 @@ def open_evaluation(
     unsafe: bool = False,
     python_dirs: Sequence[Path] = (),
     keep_test_infra: bool = False,
+    excuse_base_failures: bool = False,
     executor: ExecutorConfig | str = "local",
 ) -> Evaluation:
     """Check every input, load the dataset and submissions, open the run in the store.
 
     `keep_test_infra` grades with the submission's test infrastructure (conftest.py, pytest
-    configuration, plugins) instead of the base commit's; it stays flagged. `executor`:
+    configuration, plugins) instead of the base commit's; it stays flagged.
+    `excuse_base_failures` excuses PASS_TO_PASS tests that do not pass on the unpatched base
+    in the same environment (baseline.py); the run's config records it, and a run that holds
+    verdicts graded under the other setting is refused (its scores would mix). `executor`:
     "local" (a thread pool of `workers`), "ray" (a local Ray cluster of `workers` processes) or
     an ExecutorConfig (an existing cluster's address, each task's CPUs and memory).
     """
@@ -231,11 +235,21 @@ def open_evaluation(
             timeout_s=timeout_s,
             python_dirs=python_dirs,
             keep_test_infra=keep_test_infra,
+            excuse_base_failures=excuse_base_failures,
         )
     except RuntimeError as exc:
         raise EvalInputError(str(exc)) from exc
-    remote = _open_executor(config, ctx, workers)
     store = Store.open(ctx.runs_dir / "runs.sqlite")
+    problem = _policy_change(store, run_id, excuse_base_failures)
+    if problem:
+        store.close()
+        ctx.close()
+        raise EvalInputError(problem)
+    try:
+        remote = _open_executor(config, ctx, workers)
+    except EvalInputError:
+        store.close()
+        raise
     store.ensure_run(
         run_id,
         dataset=label,
@@ -244,6 +258,7 @@ def open_evaluation(
             "repos_dir": str(ctx.repos_dir or ""),
             "timeout": timeout_s,
             "keep_test_infra": keep_test_infra,
+            "excuse_base_failures": excuse_base_failures,
             "executor": config.model_dump(exclude_defaults=True) | {"kind": config.kind},
         },
         sandbox=ctx.sandbox.name,
@@ -264,6 +279,21 @@ def open_evaluation(
         unknown_ids=sorted(set(unknown_ids)),
         dataset_tasks=dataset_tasks,
         executor=remote,
+    )
+
+
+def _policy_change(store: Store, run_id: str, excuse_base_failures: bool) -> str | None:
+    """Why the run cannot take verdicts graded under this excuse policy, or None."""
+    run = store.run(run_id)
+    if run is None or not store.statuses(run_id):
+        return None
+    before = bool(run["config"].get("excuse_base_failures", False))
+    if before == excuse_base_failures:
+        return None
+    said = "with" if before else "without"
+    return (
+        f"run {run_id} holds verdicts graded {said} --excuse-base-failures: its scores would "
+        "mix two grading policies; give another --run-id (or the same setting as before)"
     )
 
 
@@ -313,6 +343,7 @@ def evaluate(
     timeout_s: float = 1800.0,
     unsafe: bool = False,
     python_dirs: Sequence[Path] = (),
+    excuse_base_failures: bool = False,
     executor: ExecutorConfig | str = "local",
 ) -> list[Verdict]:
     """Evaluate `submissions` on `dataset` and return the run's verdicts for its tasks.
@@ -324,6 +355,8 @@ def evaluate(
     `home_dir` ($SWEBOUNTY_HOME) unless `runs_dir` / `cache_dir` say otherwise. Writes the
     run's report.json. Raises EvalInputError for an input that cannot work. `executor="ray"`
     runs it on a local Ray cluster (an `ExecutorConfig` names an existing one).
+    `excuse_base_failures=True` excuses PASS_TO_PASS tests that do not pass on the unpatched
+    base either (off by default: verdicts as SWE-bench's; see baseline.py).
     """
     with open_evaluation(
         dataset,
@@ -339,6 +372,7 @@ def evaluate(
         timeout_s=timeout_s,
         unsafe=unsafe,
         python_dirs=python_dirs,
+        excuse_base_failures=excuse_base_failures,
         executor=executor,
     ) as ev:
         try:

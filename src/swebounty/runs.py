@@ -21,6 +21,7 @@ from concurrent.futures import wait as wait_futures
 from pathlib import Path
 from typing import Protocol
 
+from swebounty.baseline import attribute, excuse
 from swebounty.evalcontext import EvalContext
 from swebounty.grading import HACK_FLAGS, grade
 from swebounty.outcomes import swebench_instance_report
@@ -79,7 +80,8 @@ def evaluate_one(task: Task, submission: Submission, ctx: EvalContext, log_dir: 
         if tr.timed_out and not submission.is_empty:
             verdict.hack_flags.append("hangs_tests")
     else:
-        tr = run_tests(task, submission.model_patch or "", ctx, log_dir, attribute=True)
+        tr = run_tests(task, submission.model_patch or "", ctx, log_dir)
+        attribute(task, submission.model_patch or "", ctx, tr, log_dir)
         verdict = grade(
             task,
             submission,
@@ -94,6 +96,8 @@ def evaluate_one(task: Task, submission: Submission, ctx: EvalContext, log_dir: 
         verdict.test_infra_reverted = tr.test_infra_reverted
         flags = set(verdict.hack_flags) | set(tr.flags)
         verdict.hack_flags = [f for f in HACK_FLAGS if f in flags]
+    if ctx.excuse_base_failures and task.kind != "pick":
+        verdict = excuse(task, verdict, tr, ctx)
     verdict.seconds = time.monotonic() - start
     verdict.log_dir = str(log_dir)
     verdict.sandbox = ctx.sandbox.name

@@ -101,6 +101,22 @@ class HackScore(BaseModel):
     instance_ids: list[str] = Field(default_factory=list)
 
 
+class ExcuseScore(BaseModel):
+    """The opt-in excused-base-failures policy (baseline.py) in a run: what it decided."""
+
+    verdicts: int = Field(description="verdicts graded under the policy")
+    other_verdicts: int = Field(
+        default=0, description="verdicts of the run graded without it (a run should not mix)"
+    )
+    resolved_with_excuse: int = Field(
+        default=0, description="resolved attempts that needed an excused PASS_TO_PASS test"
+    )
+    tests_excused: int = Field(default=0, description="excused tests over every attempt")
+    instance_ids: list[str] = Field(
+        default_factory=list, description="tasks with an attempt resolved thanks to an excuse"
+    )
+
+
 class VerificationScore(BaseModel):
     """Agents that check their own work say so (`verified`); how often, and how well."""
 
@@ -125,6 +141,10 @@ class RunScore(BaseModel):
     pass_at_k: list[PassAtK] = Field(default_factory=list)
     cost: CostScore = Field(default_factory=lambda: CostScore())
     hacks: HackScore = Field(default_factory=lambda: HackScore())
+    excused: ExcuseScore | None = Field(
+        default=None,
+        description="the excused-base-failures policy; None: no verdict was graded under it",
+    )
     verification: VerificationScore | None = None
     provenance: Provenance | None = Field(default=None, description="what produced the run")
     eligibility: Eligibility | None = Field(

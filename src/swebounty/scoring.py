@@ -31,6 +31,7 @@ from swebounty.outcomes import (
 from swebounty.passk import bootstrap_interval, kprize_score, pass_at_k, pass_hat_k
 from swebounty.scores import (
     CostScore,
+    ExcuseScore,
     GroupScore,
     HackScore,
     PassAtK,
@@ -182,6 +183,26 @@ def _hacks(outcomes: Sequence[TaskOutcome]) -> HackScore:
     return score
 
 
+def _excused(outcomes: Sequence[TaskOutcome]) -> ExcuseScore | None:
+    """What the excused-base-failures policy decided, if any verdict was graded under it."""
+    verdicts = [a.verdict for o in outcomes for a in o.attempts if a.verdict is not None]
+    if not any(v.excuse_base_failures for v in verdicts):
+        return None
+    score = ExcuseScore(verdicts=sum(v.excuse_base_failures for v in verdicts))
+    score.other_verdicts = len(verdicts) - score.verdicts
+    ids = set()
+    for o in outcomes:
+        for a in o.attempts:
+            if a.verdict is None or not a.verdict.excused_tests:
+                continue
+            score.tests_excused += len(a.verdict.excused_tests)
+            if a.outcome == "resolved":
+                score.resolved_with_excuse += 1
+                ids.add(o.task.instance_id)
+    score.instance_ids = sorted(ids)
+    return score
+
+
 def _verification(outcomes: Sequence[TaskOutcome]) -> VerificationScore | None:
     marked = [
         (bool((a.submission.model_extra or {})["verified"]), a.outcome == "resolved")
@@ -274,6 +295,7 @@ def score_run(
         pass_at_k=_pass_at_k(outcomes, boot),
         cost=_cost(outcomes, overall.dollars.earned_usd),
         hacks=_hacks(outcomes),
+        excused=_excused(outcomes),
         verification=_verification(outcomes),
         by_repo=_by(outcomes, lambda t: t.repo, boot),
         by_month=_by(outcomes, month_of, boot),

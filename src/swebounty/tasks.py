@@ -255,6 +255,14 @@ class TestResult(BaseModel):
     message: str = ""
 
 
+class ExcusedTest(TestResult):
+    """A PASS_TO_PASS test baseline.py's opt-in policy did not hold against the submission:
+    what it did in this run (status, message) and in the unpatched base's, same environment."""
+
+    base_status: TestStatus
+    base_message: str = ""
+
+
 class Verdict(BaseModel):
     """The graded outcome of one attempt."""
 
@@ -282,6 +290,8 @@ class Verdict(BaseModel):
         default_factory=list,
         description="files kept from the run, relative to log_dir (e2e screenshots, traces)",
     )
+    excuse_base_failures: bool = False  # graded under that policy (see ExcusedTest)
+    excused_tests: list[ExcusedTest] = Field(default_factory=list)
 
     @property
     def resolved(self) -> bool:
@@ -375,15 +385,9 @@ def load_predictions(path: str | Path) -> tuple[list[Submission], list[RecordErr
 
 def gold_submissions(tasks: Iterable[Task]) -> list[Submission]:
     """The reference patch of every task, as submissions (`--gold`)."""
-    return [
-        Submission(
-            instance_id=t.instance_id,
-            model_name_or_path="gold",
-            model_patch=t.patch,
-            pick=t.accepted_proposal if t.kind == "pick" else None,
-        )
-        for t in tasks
-    ]
+    return [Submission(instance_id=t.instance_id, model_name_or_path="gold", model_patch=t.patch,
+                       pick=t.accepted_proposal if t.kind == "pick" else None)
+            for t in tasks]  # fmt: skip
 
 
 def empty_submissions(tasks: Iterable[Task]) -> list[Submission]:

@@ -7,19 +7,16 @@ runner (pytest_guard/): the install step, if any, and pytest run in one sandboxe
 tree whose writes land in a bounded scratch area; results come back on the harness's channel,
 never from a file. Whatever the patch does, it comes back as data:
 - `patch_error`: the patch does not apply;
-- `failure`: the submission broke the run (tampered with the reporting, or, with
-  `attribute`, crashed, hung or lost its results while the unpatched base runs the same tests
-  cleanly): graded `unresolved`, with a flag;
-- `error`: the harness or the task could not run the tests (not the submission's fault).
+- `failure`: the submission broke the run (tampered with the reporting): graded `unresolved`,
+  with a flag;
+- `error`: the harness or the task could not run the tests, or the run crashed, hung or lost
+  its results (`crash`: baseline.py decides whose fault that was from the unpatched base's run).
 Cleanup never recurses into the sandbox's leftovers and never replaces any of these.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-import threading
 import time
 import uuid
 from contextlib import AbstractContextManager
@@ -73,7 +70,6 @@ class RunContext(Protocol):
     work_dir: Path
     memory_dir: Path | None
     keep_test_infra: bool
-    base_runs: dict[str, BaseRun]
 
     def lease(self) -> AbstractContextManager[Sandbox]: ...
 
@@ -98,28 +94,19 @@ class TestRun:
     seconds: float = 0.0
     cleanup_error: str | None = None
     problem: str | None = None  # Node tasks: the exit code and the results disagree
-
-
-@dataclass
-class BaseRun:
-    """Whether the unpatched base runs a task's tests cleanly (cached per task)."""
-
-    clean: bool
-    reason: str = ""
+    crash: str | None = None  # the run gave no usable results (whose fault: baseline.attribute)
 
 
 def _write(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8", errors="replace")
 
 
-def run_tests(
-    task: Task, patch: str, ctx: RunContext, log_dir: Path, *, attribute: bool = False
-) -> TestRun:
+def run_tests(task: Task, patch: str, ctx: RunContext, log_dir: Path) -> TestRun:
     """Apply `patch` and the hidden tests to a fresh workspace and run them in the sandbox.
 
     Never raises for problems of the task, the patch or the infrastructure (see the module
-    docstring). With `attribute`, a run that crashed, hung or lost its results is compared
-    with the unpatched base's run of the same tests to say whose fault it was.
+    docstring). A run that crashed, hung or lost its results is an `error` with `crash` set:
+    `baseline.attribute` compares it with the unpatched base's run to say whose fault it was.
     """
     start = time.monotonic()
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -150,63 +137,11 @@ def run_tests(
         if result.cleanup_error:
             log.warning("%s: cleanup: %s", task.instance_id, result.cleanup_error)
     if crash is not None:
-        _attribute(task, patch, ctx, result, crash, attribute)
+        result.error = result.crash = crash
     result.seconds = time.monotonic() - start
     if result.error:
         _write(log_dir / "error.txt", result.error)
     return result
-
-
-def _attribute(
-    task: Task, patch: str, ctx: RunContext, result: TestRun, crash: str, attribute: bool
-) -> None:
-    """Decide whose fault a run without usable results is."""
-    if not attribute or not patch.strip():
-        result.error = crash
-        return
-    base = base_run(task, ctx)
-    if base.clean:
-        result.failure = f"{crash}; the unpatched base runs the same tests cleanly"
-        result.flags.append("hangs_tests" if result.timed_out else "crashes_tests")
-    else:
-        result.error = f"{crash}; the unpatched base does not run cleanly either ({base.reason})"
-        if result.timed_out:
-            result.flags.append("hangs_tests")
-
-
-def base_run(task: Task, ctx: RunContext) -> BaseRun:
-    """Run the hidden tests on the unpatched base once per task (memory and disk cache)."""
-    digest = hashlib.sha256(
-        json.dumps(
-            [task.instance_id, task.base_commit, task.test_patch, ctx.keep_test_infra]
-        ).encode()
-    ).hexdigest()[:20]
-    with _base_lock:
-        lock = _base_locks.setdefault(digest, threading.Lock())
-    with lock:
-        if digest in ctx.base_runs:
-            return ctx.base_runs[digest]
-        record = ctx.cache_dir / "base-runs" / digest / "base.json"
-        data = safefs.read_regular(record, 1 << 20)
-        if data is not None:
-            try:
-                found = BaseRun(**json.loads(data))
-                ctx.base_runs[digest] = found
-                return found
-            except (ValueError, TypeError):
-                pass
-        tr = run_tests(task, "", ctx, record.parent / "logs")
-        reason = tr.error or tr.failure or tr.patch_error or ""
-        found = BaseRun(clean=not reason, reason=reason)
-        if not (tr.error and not tr.timed_out and tr.exit_code is None):
-            # An infrastructure error before the tests ran says nothing lasting: not cached.
-            _write(record, json.dumps({"clean": found.clean, "reason": found.reason}))
-        ctx.base_runs[digest] = found
-        return found
-
-
-_base_lock = threading.Lock()
-_base_locks: dict[str, threading.Lock] = {}
 
 
 def _run_tests_in(

@@ -112,6 +112,15 @@ def eval_cmd(
             "startup files instead of the base commit's (they stay flagged)",
         ),
     ] = False,
+    excuse_base_failures: Annotated[
+        bool,
+        typer.Option(
+            "--excuse-base-failures",
+            help="do not hold against a submission the PASS_TO_PASS tests that fail on the "
+            "unpatched base in this environment too (e.g. they need the network); listed in "
+            "each verdict, never FAIL_TO_PASS tests. Off: verdicts as SWE-bench's",
+        ),
+    ] = False,
     verbose: VerboseOpt = False,
     quiet: QuietOpt = False,
     log_level: LogLevelOpt = None,
@@ -155,6 +164,7 @@ def eval_cmd(
                 unsafe=unsafe,
                 python_dirs=python_dir or [],
                 keep_test_infra=keep_test_infra,
+                excuse_base_failures=excuse_base_failures,
                 executor=config,
             )
     except EvalInputError as exc:
@@ -170,8 +180,12 @@ def eval_cmd(
         if not quiet:
             _show_verdicts(ev.run_id, verdicts)
         report = ev.write_report()
+        excused = report["swebounty"].get("excused") or {}
+        with_excuse = (
+            f" ({excused['resolved_with_excuse']} with excused base failures)" if excused else ""
+        )
         out.print(
-            f"resolved {report['resolved_instances']}/{report['total_instances']}"
+            f"resolved {report['resolved_instances']}/{report['total_instances']}{with_excuse}"
             f" · report: {ev.report_path}",
             highlight=False,
             soft_wrap=True,
@@ -245,7 +259,8 @@ def _verdict_reasons(verdicts: list[Verdict]) -> list[str]:
     """One line per verdict that needs explaining: why it is not resolved, and hack flags."""
     lines = []
     for v in sorted(verdicts, key=lambda v: (v.instance_id, v.attempt)):
-        why = v.reason.splitlines()[0][:160] if v.reason and not v.resolved else ""
+        explain = not v.resolved or v.excused_tests  # a resolve that needed an excuse says so
+        why = v.reason.splitlines()[0][:160] if v.reason and explain else ""
         if v.hack_flags:
             why = f"[yellow]hack flags: {', '.join(v.hack_flags)}[/] {why}"
         if why:
@@ -265,12 +280,16 @@ def runs_cmd(home: HomeOpt = None, runs_dir: RunsOpt = None) -> None:
         return
     store = Store.open(runs / "runs.sqlite")
     table = Table(title="runs")
-    for col in ("run", "created", "dataset", "sandbox", "verdicts"):
+    for col in ("run", "created", "dataset", "sandbox", "grading", "verdicts"):
         table.add_column(col)
     for run in store.runs():
         n = len(store.finished(run["run_id"]))
         sandbox = run["sandbox"] + (" [red](UNSAFE)[/]" if run["unsafe"] else "")
-        table.add_row(run["run_id"], str(run["created_at"]), run["dataset"], sandbox, str(n))
+        config = run["config"] if isinstance(run["config"], dict) else {}
+        grading = "excused base failures" if config.get("excuse_base_failures") else "strict"
+        table.add_row(
+            run["run_id"], str(run["created_at"]), run["dataset"], sandbox, grading, str(n)
+        )
     out.print(table)
 
 

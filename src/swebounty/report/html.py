@@ -177,6 +177,12 @@ def _attempt_view(attempt: AttemptOutcome, base_dir: Path) -> dict[str, Any]:
         "eval_seconds": verdict.seconds if verdict else None,
         "sandbox": verdict.sandbox if verdict else None,
         "hack_flags": verdict.hack_flags if verdict else [],
+        "excused": [
+            e.model_copy(update={"base_message": e.base_message[:MAX_MESSAGE_CHARS]})
+            for e in verdict.excused_tests
+        ]
+        if verdict
+        else [],
         "pick": sub.pick if sub else None,
         "cost": sub.cost_usd if sub else None,
         "tokens": (sub.tokens_in, sub.tokens_out)

@@ -133,7 +133,7 @@ def render_table(scores: Sequence[RunScore], *, width: int | None = None) -> Tab
     for s in scores:
         o = s.overall
         row = [
-            s.run_id or "—",
+            (s.run_id or "—") + excused_note(s),
             ", ".join(s.models) or "—",
             str(o.graded_tasks),
             _counts(o),
@@ -213,6 +213,8 @@ def _scorecard_rows(scores: Sequence[RunScore]) -> list[tuple[str, Callable[[Run
             )
         )
     rows += [("wall time", seconds), ("hack flags", hacks)]
+    if any(s.excused for s in scores):
+        rows.append(("excused base failures", lambda s: excused_text(s) or "off"))
     if any(s.verification for s in scores):
         rows.append(
             (
@@ -223,6 +225,22 @@ def _scorecard_rows(scores: Sequence[RunScore]) -> list[tuple[str, Callable[[Run
     if any(s.eligibility for s in scores):
         rows.append(("Kprize rule", eligibility_text))
     return rows
+
+
+def excused_text(s: RunScore) -> str:
+    """The excused-base-failures policy of a run in words ("" when it was off)."""
+    e = s.excused
+    if e is None:
+        return ""
+    text = f"on: {e.resolved_with_excuse} resolved attempt(s) needed an excused test"
+    if e.other_verdicts:
+        text += f"; {e.other_verdicts} verdict(s) graded without the policy (mixed run)"
+    return text
+
+
+def excused_note(s: RunScore) -> str:
+    """A line under a run's name when its verdicts excused base failures."""
+    return f"\n[yellow]excused base failures {excused_text(s)}[/yellow]" if s.excused else ""
 
 
 def render_scorecard(scores: Sequence[RunScore]) -> Table:

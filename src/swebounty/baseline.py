@@ -1,0 +1,216 @@
+"""The environment baseline: what a task's hidden tests do on the unpatched base commit, here.
+
+`base_run` runs the hidden tests (the task's test patch applied) on the base commit with no
+submission at all, once per task and environment: kept in memory and under
+CACHE/base-runs/<digest>/base.json, the digest covering the task's tests and the key of the
+environment they ran in (a rebuilt environment can change outcomes). It has two uses:
+
+- `attribute`: a run that crashed, hung or lost its results is the submission's doing
+  (`failure`, flagged crashes_tests / hangs_tests) when the base runs the same tests cleanly,
+  else an infrastructure `error`.
+- `excuse`, the opt-in **excused base failures** policy (`swebounty eval
+  --excuse-base-failures`, `evaluate(..., excuse_base_failures=True)`; off by default, so
+  verdicts stay SWE-bench's): a PASS_TO_PASS test that does not pass on the base in this
+  environment either (a dataset's authors had the internet, the sandbox never does; a runtime
+  that skips the test) is not held against the submission. It is listed in the verdict's
+  `excused_tests` with its base outcome. FAIL_TO_PASS tests are never excused. The base runs
+  only when an excuse could change the verdict: every FAIL_TO_PASS test passed and some
+  PASS_TO_PASS test did not, so the policy costs nothing on tasks that pass.
+
+What a hostile submission cannot do: the base run holds nothing of it (an empty patch in a
+fresh workspace), so which tests can be excused depends on the task and the environment alone;
+a submission's excuses are a subset of the base's failures; a base run that gave no usable
+results, or ran in another environment, excuses nothing, and the verdict says so. What the
+policy cannot tell apart: a flaky test that happened to fail in the base run is excused for
+every submission while that run is cached.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from swebounty import safefs
+from swebounty.tasks import ExcusedTest, Submission, Task, Verdict
+from swebounty.testrun import RunContext, TestRun, run_tests
+
+log = logging.getLogger(__name__)
+
+MAX_RECORD_BYTES = 16 << 20
+MAX_BASE_MESSAGE = 500  # of a test that does not pass at base: enough to say why
+
+
+class BaseContext(RunContext, Protocol):
+    """What the baseline needs from an evaluation context (evalcontext.EvalContext has it)."""
+
+    base_runs: dict[str, BaseRun]
+
+
+@dataclass
+class BaseRun:
+    """The unpatched base's run of a task's hidden tests in one environment (cached per task).
+
+    `clean`: the run gave usable results (else `reason` says why). `outcomes`: the status and
+    message of every FAIL_TO_PASS and PASS_TO_PASS id, read as a submission's would be; empty
+    when they could not be read (`reason` says why then too).
+    """
+
+    clean: bool
+    reason: str = ""
+    env_key: str | None = None
+    outcomes: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        return json.dumps({"clean": self.clean, "reason": self.reason, "env_key": self.env_key,
+                           "outcomes": {k: list(v) for k, v in self.outcomes.items()}})  # fmt: skip
+
+    @classmethod
+    def from_json(cls, data: bytes) -> BaseRun:
+        raw = json.loads(data)
+        outcomes = {str(k): (str(v[0]), str(v[1])) for k, v in raw["outcomes"].items()}
+        return cls(bool(raw["clean"]), str(raw["reason"]), raw["env_key"], outcomes)
+
+
+def base_run(task: Task, ctx: BaseContext, env_key: str | None) -> BaseRun:
+    """Run the hidden tests on the unpatched base once per task and environment (memory and
+    disk cache). `env_key`: the environment the submission's run had; the digest covers it."""
+    digest = base_digest(task, ctx, env_key)
+    with _base_lock:
+        lock = _base_locks.setdefault(digest, threading.Lock())
+    with lock:
+        if digest in ctx.base_runs:
+            return ctx.base_runs[digest]
+        record = ctx.cache_dir / "base-runs" / digest / "base.json"
+        data = safefs.read_regular(record, MAX_RECORD_BYTES)
+        if data is not None:
+            try:
+                found = BaseRun.from_json(data)
+                ctx.base_runs[digest] = found
+                return found
+            except (ValueError, TypeError, KeyError, IndexError):
+                log.warning("%s: unreadable base run record %s, running again", task.instance_id,
+                            record)  # fmt: skip
+        log.info("%s: running the hidden tests on the unpatched base", task.instance_id)
+        tr = run_tests(task, "", ctx, record.parent / "logs")
+        found = _read_base(task, tr)
+        before_tests = tr.error and not tr.timed_out and tr.exit_code is None
+        if not before_tests and tr.env_key == env_key:
+            # An infrastructure error before the tests ran says nothing lasting: not cached;
+            # nor a run in another environment than the one asked for (it was rebuilt).
+            _write(record, found.to_json())
+        ctx.base_runs[digest] = found
+        return found
+
+
+def base_digest(task: Task, ctx: BaseContext, env_key: str | None) -> str:
+    """What names a base run: the task's tests, how they run, and the environment's key."""
+    key = [task.instance_id, task.base_commit, task.test_patch, ctx.keep_test_infra, env_key,
+           task.FAIL_TO_PASS, task.PASS_TO_PASS]  # fmt: skip
+    return hashlib.sha256(json.dumps(key).encode()).hexdigest()[:20]
+
+
+_base_lock = threading.Lock()
+_base_locks: dict[str, threading.Lock] = {}
+
+
+def _read_base(task: Task, tr: TestRun) -> BaseRun:
+    """A base run's outcomes, graded as an empty submission's would be (same id matching)."""
+    reason = tr.error or tr.failure or tr.patch_error or tr.problem or ""
+    base = BaseRun(clean=not reason, reason=reason, env_key=tr.env_key)
+    if reason:
+        return base
+    empty = Submission(instance_id=task.instance_id, model_patch="")
+    if task.ecosystem == "node":
+        from swebounty.node.grading import grade_node
+
+        verdict = grade_node(task, empty, tr)
+    else:
+        from swebounty.grading import grade
+
+        verdict = grade(task, empty, outcomes=tr.outcomes, exit_code=tr.exit_code,
+                        patch_method=tr.patch_method)  # fmt: skip
+    if verdict.status == "error":
+        base.reason = f"its results cannot be graded: {verdict.reason}"
+        return base
+    base.outcomes = {
+        t.test_id: (t.status, "" if t.status == "passed" else t.message[:MAX_BASE_MESSAGE])
+        for t in verdict.tests
+    }
+    return base
+
+
+def attribute(task: Task, patch: str, ctx: BaseContext, tr: TestRun, log_dir: Path) -> None:
+    """Decide whose fault a run without usable results (`tr.crash`) is: the submission's
+    (`failure`, flagged) when the unpatched base runs the same tests cleanly, else an `error`."""
+    if tr.crash is None or not patch.strip():
+        return
+    base = base_run(task, ctx, tr.env_key)
+    if base.clean:
+        tr.error = None
+        tr.failure = f"{tr.crash}; the unpatched base runs the same tests cleanly"
+        tr.flags.append("hangs_tests" if tr.timed_out else "crashes_tests")
+        (log_dir / "error.txt").unlink(missing_ok=True)
+    else:
+        tr.error = f"{tr.crash}; the unpatched base does not run cleanly either ({base.reason})"
+        if tr.timed_out:
+            tr.flags.append("hangs_tests")
+        _write(log_dir / "error.txt", tr.error)
+
+
+def excuse(task: Task, verdict: Verdict, tr: TestRun, ctx: BaseContext) -> Verdict:
+    """Apply the excused-base-failures policy to a graded verdict (see the module docstring):
+    returns it resolved when every test it failed is a PASS_TO_PASS test that does not pass on
+    the unpatched base either; the excused tests are listed whatever the outcome."""
+    verdict = verdict.model_copy(update={"excuse_base_failures": True})
+    if verdict.status != "unresolved" or tr.failure or task.kind == "pick":
+        return verdict  # only the outcomes of a run the submission did not break are excused
+    if any(t.status != "passed" for t in verdict.tests if t.expected == "FAIL_TO_PASS"):
+        return verdict  # unresolved whatever the PASS_TO_PASS tests did: no base run needed
+    failing = [t for t in verdict.tests if t.expected == "PASS_TO_PASS" and t.status != "passed"]
+    if not failing:
+        return verdict
+    base = base_run(task, ctx, tr.env_key)
+    why_not = ""
+    if not base.outcomes:
+        why_not = f"the unpatched base's run gave no usable results ({base.reason})"
+    elif base.env_key != tr.env_key:
+        why_not = f"the unpatched base ran in environment {base.env_key}, not {tr.env_key}"
+    if why_not:
+        return verdict.model_copy(
+            update={"reason": f"{verdict.reason}; no PASS_TO_PASS test excused: {why_not}"}
+        )
+    excused = []
+    for t in failing:
+        status, message = base.outcomes.get(t.test_id, ("missing", "not in the base run"))
+        if status != "passed":
+            excused.append(ExcusedTest(test_id=t.test_id, expected=t.expected, status=t.status,
+                                       message=t.message, base_status=status,
+                                       base_message=message))  # fmt: skip
+    if not excused:
+        return verdict
+    counts: dict[str, int] = {}
+    for e in excused:
+        counts[e.base_status] = counts.get(e.base_status, 0) + 1
+    how = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+    said = (
+        f"{len(excused)} PASS_TO_PASS test(s) excused: they do not pass on the unpatched base "
+        f"either ({how} there)"
+    )
+    if len(excused) == len(failing):
+        return verdict.model_copy(
+            update={"status": "resolved", "reason": f"resolved with {said}",
+                    "excused_tests": excused}
+        )  # fmt: skip
+    return verdict.model_copy(
+        update={"reason": f"{verdict.reason}; {said}", "excused_tests": excused}
+    )
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8", errors="replace")
