@@ -11,10 +11,13 @@ is timed is the warm path. Then, all in this one run (the machines are shared: c
    bytecode: reported apart as "cold");
 2. the harness: `evaluate_run` over all tasks in one call, one worker, gold submissions, as
    `swebounty eval --gold` runs it; --repeat times, then --repeat times more with the bytecode
-   cache off (bytecode.py; the warm-up filled it), to show what it saves. A task's time is the gap between its
-   verdict being committed and the previous one's (the first from the call's start), so the
-   store commit and the pool are in it. Each stage of the harness is timed by wrapping the
-   function that does it (exclusive time: a stage inside another is not counted twice);
+   cache off (bytecode.py; the warm-up filled it), to show what it saves, and --repeat times
+   with every workspace on the cache's disk instead of in memory (workdirs.py; only when the
+   harness puts them in memory here), interleaved so the machine's load weighs on all alike.
+   A task's time is the gap between its verdict being committed and the previous one's (the
+   first from the call's start), so the store commit and the pool are in it. Each stage of the
+   harness is timed by wrapping the function that does it (exclusive time: a stage inside
+   another is not counted twice), in the default passes and in the disk passes apart;
 3. `swebounty eval` itself (a subprocess: start-up, dataset, progress bar) over the same tasks;
 4. micro-measurements per task: the sandbox starting `true`, `python -c pass` inside vs
    outside, and pytest's collection inside vs outside;
@@ -109,7 +112,7 @@ class Stages:
     def __init__(self) -> None:
         self.local = threading.local()
         self.lock = threading.Lock()
-        self.passes: list[dict[str, dict[str, float]]] = []
+        self.passes: list[tuple[str, dict[str, dict[str, float]]]] = []  # (label, per task)
         self.recording = False
         self.missing: list[str] = []
         self._wrap(
@@ -157,22 +160,23 @@ class Stages:
             if stack:
                 stack[-1] += elapsed
             with self.lock:
-                per = self.passes[-1].setdefault(task, {})
+                per = self.passes[-1][1].setdefault(task, {})
                 per[stage] = per.get(stage, 0.0) + elapsed - inner
 
-    def enable(self) -> None:
-        self.passes.append({})
+    def enable(self, label: str = "") -> None:
+        self.passes.append((label, {}))
         self.recording = True
 
     def disable(self) -> None:
         self.recording = False
 
-    def per_task(self, ids: list[str]) -> dict[str, dict[str, float]]:
-        """task -> stage -> median over passes (a stage a pass did not reach counts 0)."""
-        names = list(dict.fromkeys(s for p in self.passes for t in p.values() for s in t))
+    def per_task(self, ids: list[str], label: str = "") -> dict[str, dict[str, float]]:
+        """task -> stage -> median over the passes of `label` (a stage a pass did not reach
+        counts 0)."""
+        passes = [p for lbl, p in self.passes if lbl == label]
+        names = list(dict.fromkeys(s for p in passes for t in p.values() for s in t))
         return {
-            i: {s: median([p.get(i, {}).get(s, 0.0) for p in self.passes]) for s in names}
-            for i in ids
+            i: {s: median([p.get(i, {}).get(s, 0.0) for p in passes]) for s in names} for i in ids
         }
 
 
@@ -296,7 +300,12 @@ def bare_pytest(task: Task, ctx: EvalContext, root: Path, repeat: int) -> dict[s
 
 
 def harness_pass(
-    tasks: list[Task], ctx: EvalContext, store: Store, workers: int, stages: Stages | None
+    tasks: list[Task],
+    ctx: EvalContext,
+    store: Store,
+    workers: int,
+    stages: Stages | None,
+    label: str = "",
 ) -> tuple[float, dict[str, float], list[Any]]:
     """One evaluate_run over `tasks`: wall time, each task's time (see module doc), verdicts."""
     run_id = f"bench-{uuid.uuid4().hex[:8]}"
@@ -311,7 +320,7 @@ def harness_pass(
         last = now
 
     if stages:
-        stages.enable()
+        stages.enable(label)
     try:
         verdicts = evaluate_run(
             run_id, pairs, ctx, store, workers=workers, force=True, on_verdict=on_verdict
@@ -357,7 +366,7 @@ def demo_throughput(workers: list[int], attempts: int, work: Path) -> dict[int, 
 
 
 COLUMNS = ["task", "verdict", "bare s", "bare cold s", "harness s", "overhead s", "ratio"]
-COLUMNS.append("overhead s, no bytecode cache")
+COLUMNS += ["overhead s, no bytecode cache", "overhead s, workspaces on disk"]
 
 
 def table(title: str, columns: list[str], rows: list[list[str]]) -> Table:
@@ -399,9 +408,11 @@ def main() -> None:
 
         console.print(f"the harness: evaluate_run over all tasks, {args.repeat} times")
         stages = Stages()
-        # Each pass with the bytecode cache is followed by one without it, so a change in the
-        # machine's load weighs on both alike.
-        passes, uncached = [], []
+        # Each pass with the bytecode cache is followed by one without it, and one with the
+        # workspaces on disk, so a change in the machine's load weighs on all alike.
+        memory_dir = ctx.memory_dir
+        console.print(f"workspaces in memory: {memory_dir or 'no (on the cache disk)'}")
+        passes, uncached, on_disk = [], [], []
         for _ in range(args.repeat):
             passes.append(harness_pass(tasks, ctx, store, 1, stages))
             bytecode.ENABLED = False
@@ -409,9 +420,16 @@ def main() -> None:
                 uncached.append(harness_pass(tasks, ctx, store, 1, None))
             finally:
                 bytecode.ENABLED = True
+            if memory_dir is not None:
+                ctx.memory_dir = None
+                try:
+                    on_disk.append(harness_pass(tasks, ctx, store, 1, stages, "disk"))
+                finally:
+                    ctx.memory_dir = memory_dir
         statuses = {v.instance_id: v.status for v in passes[-1][2]}
         harness = {i: median([p[1][i] for p in passes]) for i in ids}
         no_cache = {i: median([p[1][i] for p in uncached]) for i in ids}
+        disk = {i: median([p[1][i] for p in on_disk]) for i in ids} if on_disk else dict(harness)
         cli = median([cli_eval(args, ids, work / "cli-runs") for _ in range(args.repeat)])
 
         rates: dict[str, dict[int, float]] = {"real": {}, "demo": {}}
@@ -426,11 +444,12 @@ def main() -> None:
         safefs.remove_tree(work)
     load_after = os.getloadavg()
 
-    rows, overheads, overheads_no_cache = [], [], []
+    rows, overheads, overheads_no_cache, overheads_disk = [], [], [], []
     for i in ids:
         b, h = bare[i], harness[i]
         overheads.append(h - b["median_s"])
         overheads_no_cache.append(no_cache[i] - b["median_s"])
+        overheads_disk.append(disk[i] - b["median_s"])
         rows.append(
             [
                 i,
@@ -441,6 +460,7 @@ def main() -> None:
                 f"{h - b['median_s']:+.2f}",
                 f"{h / b['median_s']:.2f}",
                 f"{no_cache[i] - b['median_s']:+.2f}",
+                f"{disk[i] - b['median_s']:+.2f}",
             ]
         )
     bare_total = sum(bare[i]["median_s"] for i in ids)
@@ -453,27 +473,39 @@ def main() -> None:
         )
     )
     per_task_stages = stages.per_task(ids)
-    for i in ids:
-        timed = per_task_stages[i]
-        timed["other (pool, between stages)"] = harness[i] - sum(timed.values())
-        # The tests' own time is the floor, not overhead: what the sandboxed run takes beyond
-        # bare pytest (sandbox start, the guard, a per-task install, bytecode of a fresh
-        # checkout) is.
-        tests = timed.pop("sandbox run", 0.0)
-        timed["sandbox run beyond bare pytest"] = tests - bare[i]["median_s"]
+    per_task_disk = stages.per_task(ids, "disk") if on_disk else {}
+    for timings, totals in ((per_task_stages, harness), (per_task_disk, disk)):
+        for i, timed in timings.items():
+            timed["other (pool, between stages)"] = totals[i] - sum(timed.values())
+            # The tests' own time is the floor, not overhead: what the sandboxed run takes
+            # beyond bare pytest (sandbox start, the guard, a per-task install, bytecode of a
+            # fresh checkout) is.
+            tests = timed.pop("sandbox run", 0.0)
+            timed["sandbox run beyond bare pytest"] = tests - bare[i]["median_s"]
     names = list(dict.fromkeys(s for t in per_task_stages.values() for s in t))
-    per_stage = {
-        s: (
-            median([per_task_stages[i].get(s, 0.0) for i in ids]),
-            max(per_task_stages[i].get(s, 0.0) for i in ids),
-        )
-        for s in names
-    }
+
+    def stage_stats(timings: dict[str, dict[str, float]], s: str) -> tuple[float, float]:
+        if not timings:
+            return float("nan"), float("nan")
+        values = [timings[i].get(s, 0.0) for i in ids]
+        return median(values), max(values)
+
+    per_stage = {s: stage_stats(per_task_stages, s) for s in names}
+    per_stage_disk = {s: stage_stats(per_task_disk, s) for s in names}
     out.print(
         table(
             "the harness's time per stage (median over tasks of each task's median)",
-            ["stage", "median s", "max s"],
-            [[s, f"{m:.3f}", f"{mx:.3f}"] for s, (m, mx) in per_stage.items()],
+            ["stage", "median s", "max s", "median s, workspaces on disk", "max s, on disk"],
+            [
+                [
+                    s,
+                    f"{m:.3f}",
+                    f"{mx:.3f}",
+                    f"{per_stage_disk[s][0]:.3f}",
+                    f"{per_stage_disk[s][1]:.3f}",
+                ]
+                for s, (m, mx) in per_stage.items()
+            ],
         )
     )
     micro = [
@@ -503,6 +535,9 @@ def main() -> None:
         "ratio_total": harness_total / bare_total,
         "median_overhead_no_bytecode_cache_s": median(overheads_no_cache),
         "ratio_total_no_bytecode_cache": sum(no_cache.values()) / bare_total,
+        "workspaces_in_memory": memory_dir is not None,
+        "median_overhead_workspaces_on_disk_s": median(overheads_disk),
+        "ratio_total_workspaces_on_disk": sum(disk.values()) / bare_total,
         "cli_eval_s": cli,
         "cli_overhead_per_task_s": (cli - bare_total) / len(ids),
         "target_overhead_s": 0.3,
@@ -511,7 +546,9 @@ def main() -> None:
         f"median overhead {summary['median_overhead_s']:.3f} s per task (target <= 0.3 s), "
         f"mean {summary['mean_overhead_s']:.3f} s; harness/bare {summary['ratio_total']:.2f}x; "
         f"without the bytecode cache {summary['median_overhead_no_bytecode_cache_s']:.3f} s, "
-        f"{summary['ratio_total_no_bytecode_cache']:.2f}x; "
+        f"{summary['ratio_total_no_bytecode_cache']:.2f}x; with workspaces on disk "
+        f"{summary['median_overhead_workspaces_on_disk_s']:.3f} s, "
+        f"{summary['ratio_total_workspaces_on_disk']:.2f}x; "
         f"`swebounty eval` {cli:.1f} s vs bare {bare_total:.1f} s: "
         f"{summary['cli_overhead_per_task_s']:+.2f} s per task"
     )
@@ -539,12 +576,17 @@ def main() -> None:
                 "verdict": statuses.get(i),
                 "harness_s": harness[i],
                 "harness_no_bytecode_cache_s": no_cache[i],
+                "harness_workspaces_on_disk_s": disk[i],
                 **bare[i],
             }
             for i in ids
         },
         "stages_s": {s: {"median": m, "max": mx} for s, (m, mx) in per_stage.items()},
+        "stages_workspaces_on_disk_s": {
+            s: {"median": m, "max": mx} for s, (m, mx) in per_stage_disk.items()
+        },
         "stages_per_task_s": per_task_stages,
+        "stages_per_task_workspaces_on_disk_s": per_task_disk,
         "stages_not_found": stages.missing,
         "summary": summary,
         "tasks_per_minute": rates,

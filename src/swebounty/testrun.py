@@ -50,7 +50,7 @@ from swebounty.sandbox import Sandbox, SandboxError
 from swebounty.sandbox.base import Mount, Policy, RunResult
 from swebounty.tasks import Task
 from swebounty.testing import JUnitError, TestOutcome, parse_junit_bytes, test_files
-from swebounty.workdirs import memory_place
+from swebounty.workdirs import PACK_CACHE, memory_place
 
 log = logging.getLogger(__name__)
 
@@ -302,10 +302,9 @@ def _tampered(result: TestRun, problems: list[str]) -> None:
 def workspace_and_env(
     task: Task, ctx: RunContext, scratch: Path, *, overlaid: bool = False
 ) -> tuple[Path, Environment]:
-    """A fresh workspace at the base commit, and the task's built environment. The workspace
-    is `scratch/workspace`, or, when every sandbox that will see it lays an overlay on it
-    (`overlaid`: the host copy is never written), `MEMORY_DIR/<scratch's name>/workspace` if
-    the tree fits in the memory work directory (workdirs.memory_place)."""
+    """A fresh workspace at the base commit (`scratch/workspace`, or in the memory work
+    directory if every sandbox that sees it overlays it and it fits: workdirs.memory_place),
+    and the task's built environment."""
     mirror = ensure_mirror(
         task.repo,
         repos_dir=ctx.repos_dir,
@@ -316,9 +315,10 @@ def workspace_and_env(
     scratch.mkdir(mode=0o711)
     place = None
     if overlaid and ctx.memory_dir is not None:
-        size, files = tree_size(mirror, task.base_commit)
-        place = memory_place(ctx.memory_dir, scratch.name, size, files)
-    workspace = make_workspace(mirror, task.base_commit, (place or scratch) / "workspace")
+        place = memory_place(ctx.memory_dir, scratch.name, *tree_size(mirror, task.base_commit))
+    packs = place.parent / PACK_CACHE if place else None  # packcache.py
+    dest = (place or scratch) / "workspace"
+    workspace = make_workspace(mirror, task.base_commit, dest, pack_cache=packs)
     spec = ctx.envs.spec_for(task, workspace, commit_date(mirror, task.base_commit))
     return workspace, ctx.envs.ensure(spec, workspace)
 

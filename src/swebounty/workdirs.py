@@ -44,6 +44,9 @@ MEMORY_DIRS = ("/dev/shm",)  # then $XDG_RUNTIME_DIR
 RESERVE_SHARE = 0.25
 RESERVE_MIN_BYTES = 1 << 30
 PAGE = 4096
+# In the memory work directory, beside the workspaces' directories (`<instance id>-<hex>`):
+# the packs of their trees' objects, for the next workspaces of the same trees (packcache.py).
+PACK_CACHE = ".packs"
 
 
 def work_root(cache_dir: Path) -> Path:
