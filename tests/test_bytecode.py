@@ -107,6 +107,34 @@ def test_only_modules_worth_copying_are_cached(
     assert list(plan_for(tmp_path, ws).files) == ["pkg/big.py"]
 
 
+def test_a_trees_plan_is_made_once(
+    tmp_path: Path, mirror: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made: list[str] = []
+    real = bytecode._plan_files
+
+    def counting(ws: Path, tree: str) -> dict[str, str]:
+        made.append(tree)
+        return real(ws, tree)
+
+    monkeypatch.setattr(bytecode, "_plan_files", counting)
+    monkeypatch.setattr(bytecode, "_plans", {})
+    first = plan_for(tmp_path, workspace(tmp_path, mirror, "ws1"))
+    first.files.clear()  # each plan's files are its own
+    again = plan_for(tmp_path, workspace(tmp_path, mirror, "ws2"))
+    assert len(made) == 1 and "pkg/mod.py" in again.files
+    # Another tree (a new commit), or another size rule: planned anew.
+    repo = mirror[0]
+    (repo / "pkg" / "new.py").write_text("Y = 2\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "new")
+    ws = make_workspace(repo, git(repo, "rev-parse", "HEAD").strip(), tmp_path / "ws3")
+    assert "pkg/new.py" in plan_for(tmp_path, ws).files and len(made) == 2
+    monkeypatch.setattr(bytecode, "MIN_SOURCE_BYTES", 1)
+    plan_for(tmp_path, ws)
+    assert len(made) == 3
+
+
 def test_importable_modules_are_in_packages_from_the_top_src_or_lib() -> None:
     packages = {"pkg", "pkg/sub", "src/lib2", "lib/lib3", "doc/pkg"}
     assert bytecode._importable("setup.py", packages)

@@ -149,6 +149,41 @@ def test_only_inferred_cutoffs_get_a_shared_one(tmp_path: Path) -> None:
     assert EnvManager(tmp_path / "c").spec_for(given, ws, when).share_cutoff is None
 
 
+def test_a_spec_is_inferred_once_per_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import swebounty.envs.manager as manager_module
+
+    inferred: list[str] = []
+    real = manager_module.infer_spec
+
+    def counting(task: Task, workspace: Path, *a: object, **kw: object) -> ResolvedSpec:
+        inferred.append(workspace.name)
+        return real(task, workspace, *a, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(manager_module, "infer_spec", counting)
+    manager = EnvManager(tmp_path / "c")
+    task = Task(instance_id="t", repo="a/b", base_commit="HEAD")
+    one = git_repo(tmp_path / "one", PROJECT)
+    two = git_repo(tmp_path / "two", PROJECT)  # the same files: the same tree
+    first = manager.spec_for(task, one, MODERN)
+    first.install.append("changed-by-the-caller")
+    second = manager.spec_for(task, two, MODERN)
+    assert inferred == ["one"] and "changed-by-the-caller" not in second.install
+    # Another tree, date, EnvSpec or repository: inferred anew.
+    other = git_repo(tmp_path / "other", {**PROJECT, "requirements-test.txt": "attrs\n"})
+    manager.spec_for(task, other, MODERN)
+    manager.spec_for(task, one, MODERN - timedelta(days=400))
+    manager.spec_for(task.model_copy(update={"env_spec": EnvSpec(env={"A": "1"})}), one, MODERN)
+    manager.spec_for(task.model_copy(update={"repo": "c/d"}), one, MODERN)
+    assert inferred == ["one", "other", "one", "one", "one"]
+    # A folder that is no checkout (nothing keys it) is read every time.
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "requirements.txt").write_text("six\n")
+    manager.spec_for(task, plain, MODERN)
+    manager.spec_for(task, plain, MODERN)
+    assert inferred[-2:] == ["plain", "plain"]
+
+
 def test_spec_merges_task_then_overrides_then_inference(tmp_path: Path) -> None:
     ws = git_repo(
         tmp_path / "ws",

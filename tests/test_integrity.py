@@ -6,6 +6,9 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
+from swebounty import integrity
 from swebounty.integrity import infra_manifest, revert_test_infra, strip_compiled
 from swebounty.patches import apply_patch
 
@@ -69,6 +72,35 @@ def test_every_kind_of_test_infrastructure_goes_back_to_the_base(tmp_path: Path)
     for rel in set(edits) - set(BASE):
         assert not os.path.lexists(repo / rel), rel
     assert revert_test_infra(repo) == []
+
+
+def test_the_base_infrastructure_is_read_once_per_tree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    read: list[str] = []
+    real = integrity._head_infra
+
+    def counting(ws: Path, tree: str) -> dict[str, bytes]:
+        read.append(ws.name)
+        return real(ws, tree)
+
+    monkeypatch.setattr(integrity, "_head_infra", counting)
+    monkeypatch.setattr(integrity, "_base_infra", {})  # other tests' checkouts share the tree
+    for name in ("one", "two"):  # two checkouts of one tree, each with a planted plugin
+        repo = base_repo(tmp_path / name)
+        (repo / "tests" / "plugin.py").write_text("raise SystemExit(0)\n")
+        (repo / "conftest.py").write_text("# new\n")
+        assert revert_test_infra(repo) == ["conftest.py", "tests/plugin.py"]
+        assert (repo / "tests" / "plugin.py").read_text() == BASE["tests/plugin.py"]
+    assert read == ["one"]
+    # Another tree is read anew, and its own plugins are what it is reverted to.
+    other = base_repo(tmp_path / "other")
+    (other / "tests" / "plugin.py").write_text("# changed in the base\n")
+    git(other, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "other")
+    (other / "tests" / "plugin.py").write_text("raise SystemExit(0)\n")
+    assert revert_test_infra(other) == ["tests/plugin.py"]
+    assert (other / "tests" / "plugin.py").read_text() == "# changed in the base\n"
+    assert read == ["one", "other"]
 
 
 def test_a_link_in_place_of_a_conftest_is_replaced_and_never_followed(tmp_path: Path) -> None:

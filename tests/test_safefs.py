@@ -102,6 +102,23 @@ def test_walk_files_does_not_follow_links_and_is_bounded(tmp_path: Path) -> None
         list(safefs.walk_files(tmp_path, max_entries=2))
 
 
+def test_walks_reach_any_depth_with_few_descriptors(tmp_path: Path) -> None:
+    deep = tmp_path.joinpath(*["d"] * (safefs._HELD_DEPTH + 40))
+    deep.mkdir(parents=True)
+    (deep / "bottom.txt").write_text("")
+    (tmp_path / "d" / "top.txt").write_text("")
+    (tmp_path / "d" / "d" / "link").symlink_to(tmp_path / "d")
+    fds = len(os.listdir("/proc/self/fd"))
+    found = sorted(safefs.walk_paths(tmp_path))
+    assert found == sorted(p for p, _ in safefs.walk_files(tmp_path))
+    depth = safefs._HELD_DEPTH + 40
+    assert found == ["d/" * depth + "bottom.txt", "d/d/link", "d/top.txt"]
+    walk = safefs.walk_paths(tmp_path)
+    next(walk)
+    walk.close()  # abandoned half-way: its descriptors are closed
+    assert len(os.listdir("/proc/self/fd")) == fds
+
+
 def test_node_artifacts_are_copied_without_following_links(tmp_path: Path) -> None:
     from swebounty.node.e2e import copy_artifacts
 

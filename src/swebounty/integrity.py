@@ -22,9 +22,10 @@ import configparser
 import logging
 import re
 import sys
+import threading
 from pathlib import Path, PurePosixPath
 
-from swebounty import safefs
+from swebounty import patches, safefs
 from swebounty.diffs import PatchError, files_in_patch, parse_patch
 from swebounty.patches import _output, _run, head_entries, read_blobs, reset_files
 
@@ -88,8 +89,8 @@ def infra_paths(workspace: Path) -> list[str]:
     try:
         return sorted(
             rel
-            for rel, _ in safefs.walk_files(workspace, skip_dirs=_SKIP_DIRS)
-            if is_infra_name(PurePosixPath(rel).name)
+            for rel in safefs.walk_paths(workspace, skip_dirs=_SKIP_DIRS)
+            if is_infra_name(rel.rpartition("/")[2])
         )
     except safefs.UnsafePathError as exc:
         raise IntegrityError(f"cannot list the workspace's test infrastructure: {exc}") from exc
@@ -101,9 +102,7 @@ def revert_test_infra(workspace: Path) -> list[str]:
     Call it before the test patch goes on (its own conftest.py and configuration are the
     hidden tests' and stay), and before anything sandboxed ran in the workspace: it reads the
     base's blobs with git."""
-    base = _head_infra(workspace)
-    plugins = plugin_modules(workspace, {p: base[p] for p in base})
-    base.update(plugins)
+    base = base_infra(workspace)
     candidates = sorted(set(infra_paths(workspace)) | set(base))
     changed = []
     for rel in candidates:
@@ -183,9 +182,32 @@ def pytest_part(name: str, data: bytes) -> object | None:
     return "\n".join(kept)
 
 
-def _head_infra(workspace: Path) -> dict[str, bytes]:
+def base_infra(workspace: Path) -> dict[str, bytes]:
+    """path -> content of the base commit's test infrastructure: every file with an
+    infrastructure name, and the plugin modules its configuration names. Read once per tree
+    (HEAD's) and kept while small: three git processes and a parse per evaluation otherwise."""
+    tree = patches.head_tree(workspace)
+    found = _base_infra.get(tree) if tree else None
+    if found is None:
+        found = _head_infra(workspace, tree or "HEAD")
+        found.update(plugin_modules(workspace, found))
+        if tree and sum(map(len, found.values())) <= _MEMO_BYTES:
+            with _base_infra_lock:
+                _base_infra[tree] = found
+                while len(_base_infra) > _MEMO_TREES:
+                    _base_infra.pop(next(iter(_base_infra)))
+    return dict(found)
+
+
+_MEMO_TREES = 64
+_MEMO_BYTES = 1 << 20  # a tree's infrastructure kept in memory only up to this size
+_base_infra: dict[str, dict[str, bytes]] = {}
+_base_infra_lock = threading.Lock()
+
+
+def _head_infra(workspace: Path, tree: str) -> dict[str, bytes]:
     """path -> content of every infrastructure file of the base commit."""
-    listing = _run(["git", "ls-tree", "-r", "-z", "--name-only", "HEAD"], workspace)
+    listing = _run(["git", "ls-tree", "-r", "-z", "--name-only", tree], workspace)
     if listing.returncode != 0:
         raise IntegrityError(f"cannot list the base commit: {_output(listing).strip()}")
     names = listing.stdout.decode("utf-8", "surrogateescape").split("\0")

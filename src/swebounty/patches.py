@@ -32,6 +32,7 @@ __all__ = [
     "PATCH_METHODS",
     "apply_patch",
     "head_entries",
+    "head_tree",
     "read_blobs",
     "reset_files",
 ]
@@ -40,6 +41,7 @@ log = logging.getLogger(__name__)
 
 COMMAND_TIMEOUT = 120.0
 PATCH_METHODS = ("git", "3way", "fuzz")
+_OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # sha1 or sha256
 
 # Git and GNU patch must behave the same whatever the host's configuration says.
 _TOOL_ENV = {
@@ -297,6 +299,18 @@ def reset_files(workspace: Path, paths: list[str]) -> None:
                 )
         except OSError as exc:
             raise PatchError(f"cannot reset {path!r} to the base commit: {exc}") from exc
+
+
+def head_tree(workspace: Path) -> str | None:
+    """The id of HEAD's tree in `workspace` (None if it has none): what a fresh checkout
+    holds, so a key for what is read from it before any patch (spec, bytecode plan, the
+    base's test infrastructure). One git process, ~2 ms."""
+    if not (workspace / ".git").exists():
+        return None  # never a repository above it: git would look there
+    git_dir = f"--git-dir={workspace / '.git'}"
+    proc = _run(["git", git_dir, "rev-parse", "--verify", "--quiet", "HEAD^{tree}"], workspace)
+    tree = proc.stdout.decode("ascii", "replace").strip()
+    return tree if proc.returncode == 0 and _OBJECT_ID.fullmatch(tree) else None
 
 
 def head_entries(workspace: Path, paths: list[str]) -> dict[str, tuple[str, str]]:

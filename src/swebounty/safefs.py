@@ -178,25 +178,87 @@ def walk_files(
     Iterative (any depth); stops with UnsafePathError after `max_entries` entries, so a tree
     of millions of files cannot keep the harness busy.
     """
-    pending: list[str] = [""]
+    for path, info in _walk(root, skip_dirs, max_entries, True):
+        assert info is not None
+        yield path, info
+
+
+def walk_paths(
+    root: Path, *, skip_dirs: frozenset[str] = frozenset(), max_entries: int = 1_000_000
+) -> Iterator[str]:
+    """`walk_files` without the lstat of each entry (a third of the time on pylint's tree)."""
+    for path, _ in _walk(root, skip_dirs, max_entries, False):
+        yield path
+
+
+# A walk keeps one directory descriptor per level open down to this depth (each directory is
+# then opened from its parent's descriptor); deeper ones are reached from `root` again.
+_HELD_DEPTH = 64
+
+
+def _walk(
+    root: Path, skip_dirs: frozenset[str], max_entries: int, want_stat: bool
+) -> Iterator[tuple[str, os.stat_result | None]]:
     seen = 0
-    while pending:
-        rel = pending.pop()
-        try:
-            with open_dir(root, rel.split("/") if rel else []) as dfd, os.scandir(dfd) as it:
-                entries = [(e.name, e.stat(follow_symlinks=False)) for e in it]
-        except (FileNotFoundError, UnsafePathError, NotADirectoryError):
-            continue
-        for name, info in entries:
-            seen += 1
-            if seen > max_entries:
-                raise UnsafePathError(errno.EFBIG, f"more than {max_entries} entries in {root}")
+
+    def listing(rel: str, fd: int) -> tuple[list[tuple[str, os.stat_result | None]], list[str]]:
+        nonlocal seen
+        files: list[tuple[str, os.stat_result | None]] = []
+        subdirs: list[str] = []
+        with os.scandir(fd) as entries:
+            for entry in entries:
+                seen += 1
+                if seen > max_entries:
+                    raise UnsafePathError(errno.EFBIG, f"more than {max_entries} entries in {root}")
+                if entry.is_dir(follow_symlinks=False):  # the entry's type: no system call
+                    if entry.name not in skip_dirs:
+                        subdirs.append(entry.name)
+                else:
+                    path = f"{rel}/{entry.name}" if rel else entry.name
+                    files.append((path, entry.stat(follow_symlinks=False) if want_stat else None))
+        return files, subdirs
+
+    top = os.open(root, _DIR_FLAGS)
+    frames: list[tuple[str, int, list[str]]] = [("", top, [])]  # (path, fd or -1, subdirs left)
+    try:
+        files, subdirs = listing("", top)
+        frames[0] = ("", top, subdirs)
+        yield from files
+        while frames:
+            rel, fd, subdirs = frames[-1]
+            if not subdirs:
+                frames.pop()
+                if fd >= 0:
+                    os.close(fd)
+                continue
+            name = subdirs.pop()
             path = f"{rel}/{name}" if rel else name
-            if stat.S_ISDIR(info.st_mode):
-                if name not in skip_dirs:
-                    pending.append(path)
-            else:
-                yield path, info
+            try:
+                if fd >= 0 and len(frames) < _HELD_DEPTH:
+                    child = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                    try:
+                        files, subs = listing(path, child)
+                    except BaseException:
+                        os.close(child)
+                        raise
+                else:
+                    child = -1
+                    with open_dir(root, path.split("/")) as deep:
+                        files, subs = listing(path, deep)
+            except UnsafePathError as e:
+                if e.errno == errno.EFBIG:
+                    raise
+                continue  # replaced by a link or a file meanwhile: not followed
+            except OSError as e:
+                if e.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
+                    continue
+                raise
+            frames.append((path, child, subs))
+            yield from files
+    finally:
+        for _, fd, _ in frames:
+            if fd >= 0:
+                os.close(fd)
 
 
 def remove_tree(path: Path) -> str | None:

@@ -20,6 +20,7 @@ from swebounty.envs.models import Environment, ResolvedSpec, TaskEnv
 from swebounty.envs.overrides import Override, load_overrides
 from swebounty.envs.spec import infer_spec, literal_spec
 from swebounty.envs.tasklayer import make_layer, packaging_digest, pip_argv, replay
+from swebounty.patches import head_tree
 from swebounty.tasks import EnvSpec, Task
 
 log = logging.getLogger(__name__)
@@ -51,6 +52,7 @@ class EnvManager:
         self._interpreters: list[Interpreter] | None = None
         self._guard = threading.Lock()
         self._memo: dict[str, Environment] = {}
+        self._specs: dict[tuple[str | None, ...], ResolvedSpec] = {}
 
     @property
     def interpreters(self) -> list[Interpreter]:
@@ -62,19 +64,31 @@ class EnvManager:
 
     # ------------------------------------------------------------------ spec
 
-    # ------------------------------------------------------------------ spec
-
     def spec_for(self, task: Task, workspace: Path, commit_date: datetime | None) -> ResolvedSpec:
         """What `task` needs: its own EnvSpec fields win, then overrides.toml for its repo
-        (and version range), then inference from `workspace` (a checkout of the base commit)."""
-        return infer_spec(
-            task,
-            workspace,
-            commit_date,
-            interpreters=self.interpreters,
-            overrides=self.overrides,
-            share=self.share,
-        )
+        (and version range), then inference from `workspace` (a checkout of the base commit).
+
+        Inferred once per checked-out tree (HEAD's: `workspace` is a fresh checkout), repository,
+        version, EnvSpec and commit date: every evaluation of a task, and every task of one
+        commit, reads the same files, and parsing them (CI workflows, setup.cfg, tox.ini) took
+        20-50 ms per evaluation."""
+        tree = head_tree(workspace)
+        given = task.env_spec.model_dump_json(exclude_unset=True) if task.env_spec else None
+        when = commit_date.isoformat() if commit_date else None
+        key = (tree, task.repo, task.version, given, when)
+        spec = self._specs.get(key) if tree else None
+        if spec is None:
+            spec = infer_spec(
+                task,
+                workspace,
+                commit_date,
+                interpreters=self.interpreters,
+                overrides=self.overrides,
+                share=self.share,
+            )
+            if tree:
+                self._specs[key] = spec
+        return spec.model_copy(deep=True)  # the caller's to change
 
     # ------------------------------------------------------------------ build
 
