@@ -191,3 +191,37 @@ def test_children_spawned_by_the_tests_start_with_site(tmp_path: Path) -> None:
     run = _guarded_run(Path(sys.prefix), tmp_path, tamper=False, extra_test=SPAWN)
     assert run is not None and run.problems == []
     assert run.statuses["tests/test_x.py::test_spawned_children_get_the_environment"] == "passed"
+
+
+def test_the_guard_resolves_each_path_once_per_check_and_afresh_after(tmp_path: Path) -> None:
+    """Hundreds of hook implementations share a few files: one realpath each per check, but
+    never one remembered from an earlier check (a link may have moved since)."""
+    import importlib.util
+
+    from swebounty.pytest_guard import GUARD_DIR
+
+    spec = importlib.util.spec_from_file_location(
+        "guard_under_test", GUARD_DIR / "swebounty_guard.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    guard = module.Guard(None, {"workspace": str(tmp_path), "junit": "j.xml"}, [])
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "here").symlink_to(tmp_path / "a")
+    path = str(tmp_path / "here" / "m.py")
+    resolved: list[str] = []
+
+    def check() -> None:
+        resolved.append(guard._real(path))
+        (tmp_path / "here").unlink()
+        (tmp_path / "here").symlink_to(tmp_path / "b")
+        resolved.append(guard._real(path))  # within one check: as first seen
+
+    guard._verify = check
+    guard.verify()
+    assert resolved == [str(tmp_path / "a" / "m.py")] * 2
+    assert guard._real(path) == str(tmp_path / "b" / "m.py")  # outside a check: afresh
+    guard.verify()
+    assert resolved[2:] == [str(tmp_path / "b" / "m.py")] * 2

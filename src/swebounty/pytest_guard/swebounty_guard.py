@@ -52,7 +52,7 @@ def _describe(obj):
 
 
 def _member_file(module, key):
-    """The code file of `module.key` (or `module.Class.attr`) as it is now."""
+    """The code file name of `module.key` (or `module.Class.attr`) as it is now."""
     head, _, attr = key.partition(".")
     value = getattr(module, head, None)
     if attr:
@@ -63,13 +63,14 @@ def _member_file(module, key):
 
 
 def _code_file(func):
+    """The file name a callable's code was compiled from (not resolved: Guard._real)."""
     # Never through __wrapped__: anyone can set it to point at a trusted function.
     func = getattr(func, "__func__", func)
     code = getattr(func, "__code__", None)
     if code is None:
         call = vars(type(func)).get("__call__")
         code = getattr(call, "__code__", None)
-    return os.path.realpath(code.co_filename) if code is not None else None
+    return code.co_filename if code is not None else None
 
 
 class Guard:
@@ -100,10 +101,18 @@ class Guard:
         self.exitstatus = None
         self.xml = None
         self.xml_problem = None
+        self._reals = None  # path -> realpath, during one check (see _real)
 
     # ------------------------------------------------------------------ snapshot
 
     def snapshot(self):
+        self._reals = {}
+        try:
+            self._snapshot()
+        finally:
+            self._reals = None
+
+    def _snapshot(self):
         import importlib
 
         import _pytest.config
@@ -170,6 +179,23 @@ class Guard:
     # ------------------------------------------------------------------ checks
 
     def verify(self):
+        self._reals = {}
+        try:
+            self._verify()
+        finally:
+            self._reals = None
+
+    def _real(self, path):
+        """os.path.realpath, computed once per path during one snapshot or verify (which run
+        no code of the workspace): hundreds of hook implementations share a few files."""
+        if self._reals is None:
+            return os.path.realpath(path)
+        real = self._reals.get(path)
+        if real is None:
+            real = self._reals[path] = os.path.realpath(path)
+        return real
+
+    def _verify(self):
         for name, module in self.modules.items():
             now = sys.modules.get(name)
             if now is not None and now is not module:
@@ -197,7 +223,7 @@ class Guard:
         pluggy): then from its workspace, or from what its install put in the layer."""
         if self.self_hosted:
             return self._trusted(path)
-        real = os.path.realpath(path)
+        real = self._real(path)
         return any(real.startswith(d) for d in self.trusted_dirs)
 
     def _untrusted(self, path):
@@ -208,7 +234,7 @@ class Guard:
         project that is pytest, also what its install put in the layer."""
         if not path:
             return False
-        real = os.path.realpath(path)
+        real = self._real(path)
         if any(real.startswith(d) for d in self.trusted_dirs):
             return True
         own = self.self_hosted and any(real.startswith(d) for d in self.own_dirs)
@@ -236,7 +262,7 @@ class Guard:
                     continue
                 path = _code_file(impl.function)
                 if not self._trusted(path):
-                    where = path or repr(impl.function)
+                    where = self._real(path) if path else repr(impl.function)
                     self._problem(
                         "hook %s is implemented by %s, which the submission changed" % (name, where)
                     )
