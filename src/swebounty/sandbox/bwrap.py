@@ -335,18 +335,13 @@ def _bwrap_version(bwrap: str) -> tuple[int, ...]:
 
 def chown_tree(path: Path, uid: int, gid: int) -> None:
     """lchown every entry under `path` (and `path`, which may be a single file such as a
-    socket), iteratively, never through a link."""
+    socket), iteratively, never through a link (safefs.walk_dirs)."""
     os.chown(path, uid, gid, follow_symlinks=False)
     if not stat.S_ISDIR(os.lstat(path).st_mode):
         return
-    pending: list[list[str]] = [[]]
-    while pending:
-        parts = pending.pop()
-        with safefs.open_dir(path, parts) as dfd, os.scandir(dfd) as entries:
-            for entry in entries:
-                os.chown(entry.name, uid, gid, dir_fd=dfd, follow_symlinks=False)
-                if entry.is_dir(follow_symlinks=False):
-                    pending.append([*parts, entry.name])
+    for _, dfd, entries in safefs.walk_dirs(path, max_entries=None):
+        for name, _ in entries:
+            os.chown(name, uid, gid, dir_fd=dfd, follow_symlinks=False)
 
 
 def _has_uid(uid: int) -> bool:
