@@ -93,6 +93,7 @@ STAGES: list[tuple[str, str, str]] = [
     ("bytecode cache: plan, compile misses", "swebounty.bytecode", "compile_missing"),
     ("bytecode cache: copy into the workspace", "swebounty.bytecode", "seed"),
     ("per-task layer", "swebounty.envs.manager", "EnvManager.for_task"),
+    ("font cache", "swebounty.fontcache", "seeds"),
     ("sandbox: workdir to its uid", "swebounty.sandbox.bwrap", "BwrapSandbox.prepare_workdir"),
     ("sandbox run", "swebounty.sandbox.bwrap", "BwrapSandbox.run"),
     ("results: channel, JUnit, cross-check", "swebounty.pytest_guard", "read_channel"),

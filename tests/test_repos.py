@@ -184,6 +184,37 @@ def test_commit_date_is_utc(origin: dict[str, object]) -> None:
     assert got.utcoffset() is not None and got.utcoffset().total_seconds() == 0  # type: ignore[union-attr]
 
 
+def test_commit_date_is_remembered_per_commit(
+    origin: dict[str, object], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo, base, later = origin["repo"], str(origin["base"]), str(origin["later"])
+    assert isinstance(repo, Path)
+    calls: list[tuple[str, ...]] = []
+    real = repos.git
+
+    def counting(where: Path, *args: str, **kw: object) -> object:
+        calls.append(args)
+        return real(where, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(repos, "git", counting)
+    dates = {base: datetime(2023, 2, 3, 3, 5, 6, tzinfo=timezone.utc)}
+    dates[later] = datetime(2023, 3, 1, tzinfo=timezone.utc)
+    for _ in range(2):
+        for commit, date in dates.items():
+            assert commit_date(repo, commit) == date
+    asked = len(calls)
+    assert asked <= 4  # the first time only, two processes a commit
+    for commit, date in dates.items():
+        assert commit_date(repo, commit) == date
+        assert commit_date(repo, commit.upper()) == date  # not a full id: resolved
+    assert len(calls) == asked + 2  # only to resolve the two spellings that are not ids
+    # A full id the mirror lacks still says how to get it, each time it is asked.
+    missing = "0" * 40
+    for _ in range(2):
+        with pytest.raises(RepoError, match="fetch"):
+            commit_date(repo, missing)
+
+
 def _all_objects(repo: Path) -> set[str]:
     out = run(repo, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)")
     return set(out.split())

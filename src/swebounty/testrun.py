@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Protocol
 
-from swebounty import bytecode, safefs
+from swebounty import bytecode, fontcache, safefs
 from swebounty.diffs import PatchError, files_in_patch
 from swebounty.envs import EnvBuildError, Environment, EnvManager, TaskEnv
 from swebounty.grading import unusable
@@ -186,8 +186,9 @@ def _run_tests_in(
     )  # fmt: skip
     task_env = ctx.envs.for_task(env, workspace, scratch / "layer")
     with ctx.lease() as sandbox:
+        seeded = fontcache.seeds(env, sandbox, ctx.policy, task_env.env)
         return _run_guarded(task, patch, ctx, sandbox, task_env, workspace, scratch, log_dir,
-                            config, result)  # fmt: skip
+                            config, result, seeded)  # fmt: skip
 
 
 def _run_guarded(
@@ -201,7 +202,9 @@ def _run_guarded(
     log_dir: Path,
     config: dict[str, object],
     result: TestRun,
+    seeded: dict[str, str],
 ) -> str | None:
+    """`seeded`: files the run's first process copies into its private /tmp (fontcache.py)."""
     layer = scratch / "layer"
     touched_build = any(PurePosixPath(f).name in BUILD_FILES for f in files_in_patch(patch))
     config["setup"] = task_env.setup_argv
@@ -221,12 +224,14 @@ def _run_guarded(
         config["junit"] = str(scratch / "junit.xml")
         args = [f"--junitxml={config['junit']}" if a.startswith("--junitxml=") else a for a in args]
     config["args"] = args
+    config["tmp_files"] = seeded
     guard_dir = scratch / "guard"
     guard_dir.mkdir(mode=0o755)
     write_config(guard_dir / "config.json", config)
     for path in (workspace, layer):
         sandbox.prepare_workdir(path)
     mounts = [Mount(path=p) for p in [*task_env.ro_paths, GUARD_DIR, guard_dir]]
+    mounts += [Mount(path=p) for p in sorted({Path(s).parent for s in seeded.values()})]
     mounts += [Mount(path=p, ephemeral=True) for p in [workspace, *task_env.rw_paths]]
     policy = ctx.policy.model_copy(update={"env": task_env.env})
     key = new_key()

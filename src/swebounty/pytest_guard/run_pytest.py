@@ -46,6 +46,7 @@ def main():
     if sys.path and os.path.abspath(sys.path[0]) == HERE:
         del sys.path[0]
     channel = Channel(key, fd)
+    _seed_tmp(config.get("tmp_files") or {})
 
     setup = config.get("setup")
     if setup:
@@ -121,6 +122,27 @@ class Channel:
             os.close(self._fd)
         except OSError:
             pass  # the harness sees no result: the run counts as one that lost its results
+
+
+def _seed_tmp(files):
+    """Copy the harness's kept files (fontcache.py: matplotlib's font list) to where the tools
+    look for them in this run's private /tmp, before anything of the task runs."""
+    for dest, src in sorted(files.items()):
+        if not dest.startswith("/tmp/") or os.path.normpath(dest) != dest:
+            continue
+        try:
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            with open(src, "rb") as f:
+                data = f.read()
+            fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+            finally:
+                os.close(fd)
+        except OSError:
+            continue  # the tool builds its own, as without the harness
 
 
 def _site_paths():
