@@ -34,6 +34,33 @@ def test_remove_tree_removes_a_tree_deeper_than_any_recursion(tmp_path: Path) ->
     assert not top.exists()
 
 
+def test_remove_tree_renames_nothing_above_the_held_depth(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    top = tmp_path / "top"
+    shallow = top.joinpath(*["d"] * (safefs._HELD_DEPTH - 2))
+    shallow.mkdir(parents=True)
+    for i in range(3):
+        (top / f"pkg{i}" / "sub").mkdir(parents=True)
+        (top / f"pkg{i}" / "sub" / "m.py").write_text("")
+        (top / f"pkg{i}" / "f.txt").write_text("")
+    (shallow / "bottom.txt").write_text("")
+    renames: list[str] = []
+    real = os.rename
+    monkeypatch.setattr(os, "rename", lambda *a, **kw: renames.append(a[0]) or real(*a, **kw))
+    fds = len(os.listdir("/proc/self/fd"))
+    assert safefs.remove_tree(top) is None
+    assert not top.exists() and renames == []  # depth first, no entry moved
+    assert len(os.listdir("/proc/self/fd")) == fds
+    # Deeper than that, the rest is moved up and removed without holding more descriptors.
+    deep = top.joinpath(*["d"] * (safefs._HELD_DEPTH + 5))
+    deep.mkdir(parents=True)
+    (deep / "bottom.txt").write_text("")
+    assert safefs.remove_tree(top) is None
+    assert not top.exists() and renames
+    assert len(os.listdir("/proc/self/fd")) == fds
+
+
 def test_remove_tree_never_follows_links(tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     (outside / "sub").mkdir(parents=True)

@@ -277,6 +277,49 @@ def remove_tree(path: Path) -> str | None:
 
 
 def _remove_tree_at(parent_fd: int, name: str) -> None:
+    """Empty and remove directory `name`, depth first, holding one descriptor per level down to
+    _HELD_DEPTH; a directory deeper than that is removed by _flatten_tree_at. Neither the stack
+    nor the number of open fds grows with the depth, and no entry is renamed or stat'ed above
+    that depth (moving every entry up took half the time of removing pylint's workspace)."""
+    frames = [(name, *_open_emptied(parent_fd, name))]  # (name, fd, subdirectories left)
+    try:
+        while frames:
+            dname, fd, subdirs = frames[-1]
+            if not subdirs:
+                frames.pop()
+                os.close(fd)
+                os.rmdir(dname, dir_fd=frames[-1][1] if frames else parent_fd)
+            elif len(frames) >= _HELD_DEPTH:
+                _flatten_tree_at(fd, subdirs.pop())
+            else:
+                sub = subdirs.pop()
+                frames.append((sub, *_open_emptied(fd, sub)))
+    finally:
+        for _, fd, _ in frames:
+            os.close(fd)
+
+
+def _open_emptied(parent_fd: int, name: str) -> tuple[int, list[str]]:
+    """Open directory `name` (never through a link), unlink everything in it that is not a
+    directory; its descriptor and its subdirectories."""
+    fd = os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
+    try:
+        with contextlib.suppress(OSError):
+            os.fchmod(fd, 0o700)  # a directory its owner made unwritable
+        subdirs = []
+        with os.scandir(fd) as it:
+            for entry in it:
+                if entry.is_dir(follow_symlinks=False):
+                    subdirs.append(entry.name)
+                else:
+                    os.unlink(entry.name, dir_fd=fd)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, subdirs
+
+
+def _flatten_tree_at(parent_fd: int, name: str) -> None:
     """Empty and remove directory `name`: nested directories are moved up into it and emptied
     in turn, so neither the stack nor the number of open fds grows with the depth."""
     top = os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
