@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from swebounty import patches
 from swebounty.diffs import PatchError, files_in_patch
 from swebounty.patches import apply_patch, reset_files
 
@@ -243,3 +244,67 @@ def test_gnu_patch_never_writes_a_file_the_checked_headers_do_not_name(tmp_path:
     assert (repo / "f.txt").read_text() == "a\n"
     assert _gnu_patch(repo, patch, ["f.txt"]) is None
     assert (repo / "f.txt").read_text() == "b\n"
+
+
+# ---------------------------------------------------------------------------- HEAD and index
+
+
+def _counting_git(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The git processes patches.py starts."""
+    calls: list[list[str]] = []
+    real = patches._run
+
+    def counting(argv: list[str], cwd: Path, data: bytes | None = None) -> object:
+        calls.append(argv)
+        return real(argv, cwd, data)
+
+    monkeypatch.setattr(patches, "_run", counting)
+    return calls
+
+
+def test_head_tree_asks_git_once_per_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = make_repo(tmp_path / "ws", {"a.txt": "one\n"})
+    calls = _counting_git(monkeypatch)
+    first = git(repo, "rev-parse", "HEAD^{tree}").strip()
+    assert patches.head_tree(repo) == first and len(calls) == 1
+    assert patches.head_tree(repo) == first and len(calls) == 1  # read from .git, remembered
+    # Another checkout of the same commit (a later evaluation's workspace): no git either.
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(repo), str(clone))
+    assert patches.head_tree(clone) == first and len(calls) == 1
+    # HEAD moves to a new commit: its own tree, git asked once more.
+    (repo / "a.txt").write_text("two\n")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "next")
+    second = git(repo, "rev-parse", "HEAD^{tree}").strip()
+    assert second != first
+    assert patches.head_tree(repo) == second and len(calls) == 2
+    # A branch only in packed-refs, or a detached HEAD: still the right tree.
+    git(repo, "pack-refs", "--all")
+    assert not any((repo / ".git" / "refs" / "heads").iterdir())
+    assert patches.head_tree(repo) == second and len(calls) == 3
+    git(repo, "checkout", "-q", "--detach", "HEAD~1")
+    assert patches.head_tree(repo) == first and len(calls) == 3
+    assert patches.head_tree(tmp_path / "missing") is None
+
+
+def test_the_index_is_found_without_asking_git_and_restored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = make_repo(tmp_path / "ws", {"a.txt": LINES})
+    assert patches._index_path(repo) == repo / git(repo, "rev-parse", "--git-path", "index").strip()
+    linked = tmp_path / "linked"
+    git(repo, "worktree", "add", "-q", str(linked))  # .git is a file there: git says where
+    assert (
+        patches._index_path(linked)
+        == linked / git(linked, "rev-parse", "--git-path", "index").strip()
+    )
+    calls = _counting_git(monkeypatch)
+    diff = diff_of(repo, {"a.txt": LINES.replace("line 3\n", "line three\n")})
+    before = (repo / ".git" / "index").read_bytes()
+    broken = diff + "diff --git a/b.txt b/b.txt\n--- a/b.txt\n+++ b/b.txt\n@@ -1 +1 @@\n-x\n+y\n"
+    with pytest.raises(PatchError):
+        apply_patch(repo, broken)
+    assert (repo / ".git" / "index").read_bytes() == before and status(repo) == ""
+    assert not [c for c in calls if "--git-path" in c]

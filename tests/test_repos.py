@@ -215,6 +215,31 @@ def test_commit_date_is_remembered_per_commit(
             commit_date(repo, missing)
 
 
+def test_a_commits_tree_is_looked_up_once(
+    origin: dict[str, object], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo, base, later = origin["repo"], str(origin["base"]), str(origin["later"])
+    assert isinstance(repo, Path)
+    calls: list[tuple[str, ...]] = []
+    real = repos.git
+
+    def counting(where: Path, *args: str, **kw: object) -> object:
+        calls.append(args)
+        return real(where, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(repos, "git", counting)
+    for i, commit in enumerate([base, later, base, later, base[:12]]):
+        ws = make_workspace(repo, commit, tmp_path / f"ws{i}")
+        want = run(repo, "rev-parse", f"{commit}^{{tree}}")
+        assert run(ws, "rev-parse", "HEAD^{tree}") == want
+        text = "A = 'the future fix'\n" if commit == later else "A = 1\n"
+        assert (ws / "pkg" / "a.py").read_text() == text
+        looked_up = [c for c in calls if "rev-parse" in c]
+        assert len(looked_up) == (2 * min(i + 1, 2) + (i == 4))  # a short id: resolved first
+    with pytest.raises(RepoError, match="fetch"):
+        make_workspace(repo, "0" * 40, tmp_path / "missing")
+
+
 def _all_objects(repo: Path) -> set[str]:
     out = run(repo, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)")
     return set(out.split())

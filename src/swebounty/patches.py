@@ -194,11 +194,9 @@ class _Snapshot:
                 files[path] = (full.read_bytes(), full.stat().st_mode & 0o7777)
             else:
                 files[path] = None
-        index_path, index = None, None
-        proc = _run(["git", "rev-parse", "--git-path", "index"], workspace)
-        if proc.returncode == 0:
-            index_path = workspace / proc.stdout.decode().strip()
-            index = index_path.read_bytes() if index_path.exists() else None
+        index, index_path = None, _index_path(workspace)
+        if index_path is not None and index_path.exists():
+            index = index_path.read_bytes()
         return cls(workspace, files, index_path, index)
 
     def restore_index(self) -> None:
@@ -223,6 +221,16 @@ class _Snapshot:
             else:
                 full.write_bytes(content)
                 full.chmod(mode)
+
+
+def _index_path(workspace: Path) -> Path | None:
+    """Where git keeps `workspace`'s index: .git/index when .git is a directory (git's own
+    answer then, without a process per patch to ask it), else what git says."""
+    dot_git = workspace / ".git"
+    if dot_git.is_dir() and not dot_git.is_symlink():
+        return dot_git / "index"
+    proc = _run(["git", "rev-parse", "--git-path", "index"], workspace)
+    return workspace / proc.stdout.decode().strip() if proc.returncode == 0 else None
 
 
 def _inside(workspace: Path, path: str) -> Path:
@@ -304,13 +312,41 @@ def reset_files(workspace: Path, paths: list[str]) -> None:
 def head_tree(workspace: Path) -> str | None:
     """The id of HEAD's tree in `workspace` (None if it has none): what a fresh checkout
     holds, so a key for what is read from it before any patch (spec, bytecode plan, the
-    base's test infrastructure). One git process, ~2 ms."""
+    base's test infrastructure). One git process (~2 ms, three times per evaluation) the first
+    time a commit is met; then HEAD's commit id is read from .git (HEAD and its loose ref, no
+    link followed) and its tree remembered: a commit's id hashes its tree's, so the pair never
+    changes (and every workspace of one base tree has the same commit, repos.make_workspace)."""
     if not (workspace / ".git").exists():
         return None  # never a repository above it: git would look there
+    head = _head_commit(workspace)
+    if head is not None and head in _commit_trees:
+        return _commit_trees[head]
     git_dir = f"--git-dir={workspace / '.git'}"
-    proc = _run(["git", git_dir, "rev-parse", "--verify", "--quiet", "HEAD^{tree}"], workspace)
-    tree = proc.stdout.decode("ascii", "replace").strip()
-    return tree if proc.returncode == 0 and _OBJECT_ID.fullmatch(tree) else None
+    proc = _run(["git", git_dir, "rev-parse", "HEAD^{commit}", "HEAD^{tree}", "--"], workspace)
+    ids = proc.stdout.decode("ascii", "replace").split()[:-1]  # the last is the "--"
+    if proc.returncode != 0 or len(ids) != 2 or not all(_OBJECT_ID.fullmatch(i) for i in ids):
+        return None
+    if len(_commit_trees) >= 4096:
+        _commit_trees.clear()
+    _commit_trees[ids[0]] = ids[1]
+    return ids[1]
+
+
+_commit_trees: dict[str, str] = {}  # commit id -> its tree's id
+
+
+def _head_commit(workspace: Path) -> str | None:
+    """HEAD's commit id as .git holds it (a commit id, or a ref to a loose branch file), or
+    None when it is anything else (a packed ref, a link, reftable...): then git is asked."""
+    head = safefs.read_beneath(workspace, ".git/HEAD", 4096)
+    text = (head or b"").decode("ascii", "replace").strip()
+    if text.startswith("ref: refs/heads/"):
+        try:
+            ref = safefs.read_beneath(workspace, f".git/{text[5:]}", 4096)
+        except OSError:  # a name with ".." in it
+            return None
+        text = (ref or b"").decode("ascii", "replace").strip()
+    return text if _OBJECT_ID.fullmatch(text) else None
 
 
 def head_entries(workspace: Path, paths: list[str]) -> dict[str, tuple[str, str]]:

@@ -239,8 +239,7 @@ def ensure_mirror(
 
 def commit_date(mirror: Path, commit: str) -> datetime:
     """The committer date of `commit`, as an aware UTC datetime. Remembered per mirror and full
-    commit id (the date is part of what the id hashes: it never changes); every evaluation asks,
-    and asking git took two processes."""
+    commit id (what the id hashes never changes): asking git took two processes."""
     full = commit if _OBJECT_ID.match(commit) else resolve_commit(mirror, commit)
     return _commit_date(os.path.abspath(mirror), full)
 
@@ -270,20 +269,6 @@ def resolve_commit(mirror: Path, commit: str) -> str:
     if proc.returncode != 0:
         raise _missing_commit(mirror, commit)
     return proc.stdout.decode().strip()
-
-
-@functools.lru_cache(maxsize=256)
-def tree_size(mirror: Path, commit: str) -> tuple[int, int]:
-    """(bytes, files) of `commit`'s tree: the sum of its blobs' sizes, and how many entries
-    it has (`git ls-tree -r -l`; cached: every attempt at a task asks)."""
-    listing = git(mirror, "ls-tree", "-r", "-l", "-z", f"{resolve_commit(mirror, commit)}^{{tree}}")
-    size = files = 0
-    for record in listing.stdout.split(b"\0"):
-        fields = record.partition(b"\t")[0].split()
-        if len(fields) == 4:
-            files += 1
-            size += int(fields[3]) if fields[3].isdigit() else 0  # "-": a submodule's gitlink
-    return size, files
 
 
 def make_workspace(
@@ -342,15 +327,9 @@ def _copy_tree_objects(
     pack takes 0.8 s to write (its blobs are deltas against other commits' objects, undone
     here): with `pack_cache`, a copy of an earlier pack of the same tree takes its place.
     """
-    proc = git(mirror, "rev-parse", "--git-common-dir", f"{commit}^{{commit}}", check=False)
-    lines = proc.stdout.decode().split()
-    if proc.returncode != 0 or len(lines) != 2:
-        raise _missing_commit(mirror, commit)
-    objects = (mirror / lines[0]).resolve() / "objects"
-    tree = git(mirror, "rev-parse", f"{lines[1]}^{{tree}}").stdout.decode().strip()
+    full = commit if _OBJECT_ID.match(commit) else resolve_commit(mirror, commit)
+    objects, tree = _objects_and_tree(os.path.abspath(mirror), full)
     packs = gitdir / "objects" / "pack"
-    if not _OBJECT_ID.match(tree):
-        raise RepoError(f"git named the tree of {commit} {tree!r}, which is not an object id")
     if pack_cache is not None and packcache.copy_into(pack_cache / tree, packs):
         return tree
     listing = git(mirror, "rev-list", "--objects", tree).stdout
@@ -369,6 +348,20 @@ def _copy_tree_objects(
     if pack_cache is not None:
         packcache.keep(packs, pack_cache, tree)
     return tree
+
+
+@functools.lru_cache(maxsize=1024)
+def _objects_and_tree(mirror: str, commit: str) -> tuple[Path, str]:
+    """The mirror's objects and `commit`'s tree (remembered: two git processes a workspace)."""
+    proc = git(Path(mirror), "rev-parse", "--git-common-dir", f"{commit}^{{commit}}", check=False)
+    lines = proc.stdout.decode().split()
+    if proc.returncode != 0 or len(lines) != 2:
+        raise _missing_commit(Path(mirror), commit)
+    objects = (Path(mirror) / lines[0]).resolve() / "objects"
+    tree = git(Path(mirror), "rev-parse", f"{lines[1]}^{{tree}}").stdout.decode().strip()
+    if not _OBJECT_ID.match(tree):
+        raise RepoError(f"git named the tree of {commit} {tree!r}, which is not an object id")
+    return objects, tree
 
 
 def _write_commit(gitdir: Path, tree: str) -> str:

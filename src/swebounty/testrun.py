@@ -45,12 +45,12 @@ from swebounty.pytest_guard import (
     runner_config,
     write_config,
 )
-from swebounty.repos import RepoError, commit_date, ensure_mirror, make_workspace, tree_size
+from swebounty.repos import RepoError, commit_date, ensure_mirror, make_workspace
 from swebounty.sandbox import Sandbox, SandboxError
 from swebounty.sandbox.base import Mount, Policy, RunResult
 from swebounty.tasks import Task
 from swebounty.testing import JUnitError, TestOutcome, parse_junit_bytes, test_files
-from swebounty.workdirs import PACK_CACHE, memory_place
+from swebounty.workdirs import PACK_CACHE, memory_place, tree_size
 
 log = logging.getLogger(__name__)
 

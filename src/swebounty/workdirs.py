@@ -21,6 +21,7 @@ every limit through it), workspaces stay on the cache's disk. $SWEBOUNTY_WORKSPA
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
@@ -32,6 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from swebounty import safefs
+from swebounty.repos import git, resolve_commit
 
 log = logging.getLogger(__name__)
 
@@ -197,6 +199,20 @@ def fits(path: Path, tree_bytes: int, tree_files: int) -> bool:
         return False
     # A tmpfs without an inode limit reports 0 total inodes.
     return total_inodes == 0 or free_inodes - tree_files * 2 >= total_inodes * RESERVE_SHARE
+
+
+@functools.lru_cache(maxsize=256)
+def tree_size(mirror: Path, commit: str) -> tuple[int, int]:
+    """(bytes, files) of `commit`'s tree: the sum of its blobs' sizes, and how many entries
+    it has (`git ls-tree -r -l`; cached: every attempt at a task asks)."""
+    listing = git(mirror, "ls-tree", "-r", "-l", "-z", f"{resolve_commit(mirror, commit)}^{{tree}}")
+    size = files = 0
+    for record in listing.stdout.split(b"\0"):
+        fields = record.partition(b"\t")[0].split()
+        if len(fields) == 4:
+            files += 1
+            size += int(fields[3]) if fields[3].isdigit() else 0  # "-": a submodule's gitlink
+    return size, files
 
 
 def memory_place(
