@@ -11,7 +11,10 @@ as unavailable, not evaluated):
    of finding a task's environment (inference + cache lookup), timed apart from making the
    fresh workspace that every attempt needs anyway;
 3. gold and 4. empty: `evaluate_run` exactly as `swebounty eval` runs it (fresh history-free
-   workspace, sandbox, JUnit grading), with --force so the times are this run's.
+   workspace, sandbox, JUnit grading), with --force so the times are this run's, under
+   --base-failures (baseline.py; `network` by default). Resolved counts are given for that
+   policy and each narrower one from the same verdicts (baseline.status_under): strict (a
+   resolve that needed an excused test is unresolved), network, all.
 It prints a per-task table, a per-repository table (gold and empty resolved, environments, and
 why gold missed: the environment's failure class or the verdict), totals, and the throughput
 figures a Docker harness is compared by: worker-seconds per task cold (environment built on first
@@ -27,7 +30,6 @@ import json
 import logging
 import os
 import platform
-import re
 import shutil
 import statistics
 import sys
@@ -43,9 +45,11 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from swebounty.baseline import DEFAULT_POLICY, POLICIES, status_under
 from swebounty.envs import EnvBuildError, Environment
 from swebounty.envs.cache import dir_sizes, read_json
 from swebounty.evalcontext import EvalContext
+from swebounty.netfail import network_evidence, pytest_sections, section_name
 from swebounty.repos import RepoError, commit_date, ensure_mirror, find_mirror, make_workspace
 from swebounty.runs import evaluate_run
 from swebounty.store import Store
@@ -78,6 +82,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--sandbox", choices=["bwrap", "unsafe"], default="bwrap")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per test run")
+    p.add_argument(
+        "--base-failures",
+        choices=POLICIES,
+        default=DEFAULT_POLICY,
+        help="the policy the runs grade under (narrower ones counted from them)",
+    )
     p.add_argument("--json", type=Path, default=Path(__file__).parent / "results/real_tasks.json")
     return p.parse_args(argv)
 
@@ -106,6 +116,7 @@ def context(args: argparse.Namespace, cache_dir: Path) -> EvalContext:
         repos_dir=args.repos_dir,
         sandbox=args.sandbox,
         timeout_s=args.timeout,
+        base_failures=args.base_failures,
     )
     ctx.envs.share = not args.no_share
     return ctx
@@ -185,7 +196,12 @@ def eval_pass(
     store.ensure_run(
         run_id,
         dataset=str(args.dataset.resolve()),
-        config={"kind": kind, "repos_dir": str(args.repos_dir), "timeout": args.timeout},
+        config={
+            "kind": kind,
+            "repos_dir": str(args.repos_dir),
+            "timeout": args.timeout,
+            "base_failures": args.base_failures,
+        },
         sandbox=ctx.sandbox.name,
         unsafe=args.sandbox == "unsafe",
     )
@@ -231,26 +247,15 @@ def verdict_row(v: Verdict | None) -> dict[str, Any]:
         "reason": v.reason if v.status != "resolved" else None,
         "log_dir": v.log_dir,
         "network": v.status == "unresolved" and needs_network(v),
+        # The status under the run's policy and each narrower one; the tests it excused.
+        "policies": {
+            p: status_under(v, p) for p in POLICIES[: POLICIES.index(v.base_failures) + 1]
+        },
+        "excused": [
+            {"test_id": e.test_id, "base_status": e.base_status, "network": e.network}
+            for e in v.excused_tests
+        ],
     }
-
-
-# What a test that tried to reach a host sees in a sandbox without a network (SWE-bench's
-# containers had one): DNS failing, or no route for a literal address.
-NETWORK_ERRORS = re.compile(
-    r"Temporary failure in name resolution|Name or service not known|"
-    r"No address associated with hostname|Network is unreachable"
-)
-SECTION = re.compile(r"^_{3,} (?:ERROR at \w+ of )?(.+?) _{3,}$", re.MULTILINE)
-
-
-def test_sections(output: str) -> dict[str, str]:
-    """pytest's report sections by test name (`Class.test_x[param]`), from its console output."""
-    heads = list(SECTION.finditer(output))
-    ends = [h.start() for h in heads[1:]] + [len(output)] * bool(heads)
-    sections: dict[str, str] = {}
-    for head, end in zip(heads, ends, strict=True):
-        sections[head.group(1)] = sections.get(head.group(1), "") + output[head.end() : end]
-    return sections
 
 
 def needs_network(v: Verdict) -> bool:
@@ -263,10 +268,11 @@ def needs_network(v: Verdict) -> bool:
         output = (Path(v.log_dir or "") / "test_output.txt").read_text(errors="replace")
     except OSError:
         output = ""
-    sections = test_sections(output)
+    sections = pytest_sections(output)
     for t in missed:
-        name = ".".join(t.test_id.split("::")[1:])
-        if not NETWORK_ERRORS.search((t.message or "") + sections.get(name, "")):
+        if not network_evidence(
+            (t.message or "") + "\n" + sections.get(section_name(t.test_id), "")
+        ):
             return False
     return True
 
@@ -363,6 +369,15 @@ def main(argv: list[str] | None = None) -> int:
         "evaluated": len(tasks),
         "unavailable": [t.instance_id for t in unavailable],
         "gold_resolved": sum(r["gold"]["status"] == "resolved" for r in rows),
+        "base_failures": args.base_failures,
+        "gold_resolved_by_policy": {
+            p: sum(r["gold"].get("policies", {}).get(p) == "resolved" for r in rows)
+            for p in POLICIES[: POLICIES.index(args.base_failures) + 1]
+        },
+        "empty_resolved_by_policy": {
+            p: sum(r["empty"].get("policies", {}).get(p) == "resolved" for r in rows)
+            for p in POLICIES[: POLICIES.index(args.base_failures) + 1]
+        },
         "empty_resolved": sum(r["empty"]["status"] == "resolved" for r in rows),
         "gold_statuses": dict(Counter(r["gold"]["status"] for r in rows)),
         "empty_statuses": dict(Counter(r["empty"]["status"] for r in rows)),
@@ -438,10 +453,18 @@ def by_repo(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     for r in rows:
         entry = table.setdefault(
             r["repo"],
-            {"tasks": 0, "gold": 0, "empty": 0, "envs": set(), "misses": Counter[str]()},
+            {
+                "tasks": 0,
+                "gold": 0,
+                "gold_strict": 0,
+                "empty": 0,
+                "envs": set(),
+                "misses": Counter[str](),
+            },
         )
         entry["tasks"] += 1
         entry["gold"] += r["gold"]["status"] == "resolved"
+        entry["gold_strict"] += r["gold"].get("policies", {}).get("strict") == "resolved"
         entry["empty"] += r["empty"]["status"] == "resolved"
         if r["env_key"]:
             entry["envs"].add(r["env_key"])
@@ -488,15 +511,23 @@ def show(rows: list[dict[str, Any]], totals: dict[str, Any], args: argparse.Name
                 out.print(f"{r['instance_id']} {kind} {v['status']}: {v['reason'][:300]}")
     t = totals
     n = t["evaluated"]
-    repos = Table(title="per repository")
+    repos = Table(title=f"per repository (gold: strict / --base-failures {args.base_failures})")
     for col in ("repository", "tasks", "gold resolved", "empty resolved", "environments", "misses"):
         repos.add_column(col)
     for repo, e in t["by_repo"].items():
         misses = ", ".join(f"{k} {v}" for k, v in sorted(e["misses"].items())) or "-"
         repos.add_row(
-            repo, str(e["tasks"]), str(e["gold"]), str(e["empty"]), str(e["envs"]), misses
+            repo,
+            str(e["tasks"]),
+            f"{e['gold_strict']} / {e['gold']}",
+            str(e["empty"]),
+            str(e["envs"]),
+            misses,
         )
     out.print(repos)
+    policies = " / ".join(f"{p} {k}" for p, k in t["gold_resolved_by_policy"].items())
+    empties = " / ".join(f"{p} {k}" for p, k in t["empty_resolved_by_policy"].items())
+    out.print(f"gold resolved by --base-failures policy: {policies}; empty: {empties}")
     out.print(
         f"gold resolved {t['gold_resolved']}/{n}, empty resolved {t['empty_resolved']}/{n}"
         f" ({len(t['unavailable'])} of {t['tasks']} tasks without a clone: "

@@ -1,18 +1,16 @@
-"""The environment baseline (baseline.py): the unpatched base's run, and the opt-in policy that
-excuses PASS_TO_PASS tests failing there.
+"""The environment baseline (baseline.py): the unpatched base's run, and the base failures
+policy that excuses PASS_TO_PASS tests failing there (network by default, strict, all).
 
-The first tests drive `excuse` and `base_run` with a stand-in for the test run (no sandbox):
-what is excused, when the base runs at all, what it is given, what is cached. The end-to-end
-tests (`network`: environments come from the package index) grade small repos this file builds,
-and the JavaScript demo, through the real evaluation path and sandbox.
+These tests drive `excuse` and `base_run` with a stand-in for the test run (no sandbox): what
+is excused under each policy, when the base runs at all, what it is given, what is cached, and
+what scores and reports say. test_offline_grading.py grades small repos it builds through the
+real evaluation path and sandbox.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import textwrap
+import sqlite3
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -20,14 +18,18 @@ from typing import Any
 import pytest
 
 from swebounty import baseline
-from swebounty.baseline import BaseRun, base_digest, base_run, excuse
-from swebounty.sandbox import bwrap_available
-from swebounty.tasks import Task, TestResult, Verdict
+from swebounty.baseline import (
+    BaseRun,
+    base_digest,
+    base_run,
+    excuse,
+    policy_change,
+    run_policy,
+    status_under,
+)
+from swebounty.tasks import BaseFailures, Task, TestResult, Verdict
 from swebounty.testing import TestOutcome
 from swebounty.testrun import TestRun
-
-BWRAP_OK, BWRAP_WHY = bwrap_available()
-needs_bwrap = pytest.mark.skipif(not BWRAP_OK, reason=f"no bubblewrap sandbox: {BWRAP_WHY}")
 
 F2P = ["tests/test_a.py::test_fixed"]
 P2P = ["tests/test_a.py::test_other", "tests/test_a.py::test_network"]
@@ -38,8 +40,9 @@ def _task(**extra: Any) -> Task:
                 FAIL_TO_PASS=F2P, PASS_TO_PASS=P2P, **extra)  # fmt: skip
 
 
-def _ctx(tmp_path: Path) -> Any:
-    return SimpleNamespace(cache_dir=tmp_path, keep_test_infra=False, base_runs={})
+def _ctx(tmp_path: Path, policy: BaseFailures = "all") -> Any:
+    return SimpleNamespace(cache_dir=tmp_path, keep_test_infra=False, base_runs={},
+                           base_failures=policy)  # fmt: skip
 
 
 def _verdict(statuses: dict[str, str]) -> Verdict:
@@ -59,10 +62,14 @@ class FakeRuns:
     def __init__(self, outcomes: dict[str, str], env_key: str = "env-1", **fields: Any) -> None:
         self.calls: list[str] = []
         self.outcomes, self.env_key, self.fields = outcomes, env_key, fields
+        self.messages = {P2P[1]: "Error: getaddrinfo EAI_AGAIN postman-echo.com"}
 
     def __call__(self, task: Task, patch: str, ctx: Any, log_dir: Path) -> TestRun:
         self.calls.append(patch)
-        outcomes = {i: TestOutcome(s, f"{s} at base") for i, s in self.outcomes.items()}  # type: ignore[arg-type]
+        outcomes = {
+            i: TestOutcome(s, self.messages.get(i, f"{s} at base"))  # type: ignore[arg-type]
+            for i, s in self.outcomes.items()
+        }
         return TestRun(outcomes=outcomes, exit_code=1, patch_method="empty",
                        env_key=self.env_key, **self.fields)  # fmt: skip
 
@@ -77,11 +84,12 @@ def test_a_pass_to_pass_test_failing_at_base_is_excused_and_says_why(
     monkeypatch.setattr(baseline, "run_tests", runs)
     task, ctx = _task(), _ctx(tmp_path)
     verdict = excuse(task, _verdict({P2P[1]: "failed"}), TestRun(env_key="env-1"), ctx)
-    assert verdict.status == "resolved" and verdict.excuse_base_failures
+    assert verdict.status == "resolved" and verdict.base_failures == "all"
     assert [(e.test_id, e.status, e.base_status) for e in verdict.excused_tests] == [
         (P2P[1], "failed", "failed")
     ]
-    assert "failed at base" in verdict.excused_tests[0].base_message
+    assert "EAI_AGAIN postman-echo.com" in verdict.excused_tests[0].base_message
+    assert "EAI_AGAIN" in verdict.excused_tests[0].network
     assert "1 PASS_TO_PASS test(s) excused" in verdict.reason
     assert runs.calls == [""], "the base run gets nothing of the submission"
     # The base's outcomes are kept on disk, under a name that covers the environment.
@@ -101,7 +109,7 @@ def test_fail_to_pass_tests_are_never_excused_and_need_no_base_run(
     verdict = excuse(_task(), _verdict({F2P[0]: "failed", P2P[1]: "failed"}),
                      TestRun(env_key="env-1"), _ctx(tmp_path))  # fmt: skip
     assert verdict.status == "unresolved" and not verdict.excused_tests
-    assert verdict.excuse_base_failures, "the verdict still says which policy graded it"
+    assert verdict.base_failures == "all", "the verdict still says which policy graded it"
     assert runs.calls == [], "no base run when no excuse could change the verdict"
     passed = excuse(_task(), _verdict({}), TestRun(env_key="env-1"), _ctx(tmp_path))
     assert passed.status == "resolved" and not passed.excused_tests and runs.calls == []
@@ -182,219 +190,113 @@ def test_scores_the_table_and_the_report_say_what_was_excused(
     assert plain.excused is None
     console = Console(width=300, record=True)
     console.print(render_table([score, plain], width=300))
-    assert "excused base failures on: 1 resolved" in console.export_text()
+    assert "base failures all: 1 resolved" in console.export_text()
     info = {"run_id": "excused", "dataset": "d"}
     html = write_report([(score, info, [task], [graded], [sub])], tmp_path / "r.html").read_text()
     assert "excused base failures" in html and "excused tests" in html
-    assert "failed at base" in html  # the base run's own message
+    assert "EAI_AGAIN postman-echo.com" in html  # the base run's own evidence
 
 
-# ---------------------------------------------------------------------------- end to end
+# ---------------------------------------------------------------------------- the policies
+
+# P2P[1] fails at base for want of the network (EAI_AGAIN), P2P[0] with a plain assertion.
+BOTH_FAIL = {F2P[0]: "failed", P2P[0]: "failed", P2P[1]: "failed"}
 
 
-def git(repo: Path, *argv: str) -> str:
-    when = "2024-03-01T12:00:00+00:00"
-    env = {**os.environ, "GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when}
-    cmd = ["git", "-c", "user.name=t", "-c", "user.email=t@t", *argv]
-    return subprocess.run(cmd, cwd=repo, env=env, check=True, capture_output=True, text=True).stdout
-
-
-def diff_of(repo: Path, files: dict[str, str]) -> str:
-    """The patch that writes `files` (path -> text), made with git and undone."""
-    for rel, text in files.items():
-        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-        (repo / rel).write_text(textwrap.dedent(text))
-    git(repo, "add", "-N", ".")
-    patch = git(repo, "diff")
-    git(repo, "reset", "-q")
-    git(repo, "checkout", "-q", "--", ".")
-    git(repo, "clean", "-qfd")
-    return patch
-
-
-TESTS = """\
-    import socket
-    from proj.a import double, name
-
-
-    def test_fixed():
-        assert double(3) == 6
-
-
-    def test_other():
-        assert name() == "proj"
-
-
-    def test_network():  # as axios's tests reach postman-echo.com: no network in the sandbox
-        socket.create_connection(("203.0.113.1", 80), timeout=2).close()
-"""
-
-
-@pytest.fixture(scope="module")
-def small(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """A repo with a bug (`double`), its tasks and a few submissions."""
-    root = tmp_path_factory.mktemp("baseline")
-    repo = root / "repos" / "small__proj"
-    repo.mkdir(parents=True)
-    files = {
-        "pyproject.toml": '[project]\nname = "proj"\nversion = "0.1"\n'
-        'requires-python = ">=3.8"\n[project.optional-dependencies]\ntest = ["pytest"]\n',
-        "proj/__init__.py": "",
-        "proj/a.py": "def double(x):\n    return x + 2\n\n\ndef name():\n    return 'proj'\n",
-        "tests/__init__.py": "",
-    }
-    for rel, text in files.items():
-        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-        (repo / rel).write_text(text)
-    git(repo, "init", "-q")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "base")
-    base = git(repo, "rev-parse", "HEAD").strip()
-    fix = "def double(x):\n    return x * 2\n\n\ndef name():\n    return 'proj'\n"
-    gold = diff_of(repo, {"proj/a.py": fix})
-    test_patch = diff_of(repo, {"tests/test_a.py": TESTS})
-    # Its base run dies before reporting anything (the fix makes the module import).
-    crashing = diff_of(repo, {"tests/test_a.py": "import os\nfrom proj.a import double\n"
-                              "if double(3) != 6:\n    os._exit(3)\n" + textwrap.dedent(TESTS)})  # fmt: skip
-    record = {"repo": "small/proj", "base_commit": base, "problem_statement": "double adds",
-              "patch": gold, "FAIL_TO_PASS": json.dumps(F2P), "PASS_TO_PASS": json.dumps(P2P),
-              "created_at": "2024-03-01T12:00:00Z"}  # fmt: skip
-    dataset = root / "tasks.jsonl"
-    dataset.write_text(
-        json.dumps({**record, "instance_id": "small__proj-1", "test_patch": test_patch}) + "\n"
-        + json.dumps({**record, "instance_id": "small__proj-2", "test_patch": crashing}) + "\n"
-    )  # fmt: skip
-    preds = root / "preds.jsonl"
-    breaks_other = diff_of(repo, {"proj/a.py": fix.replace("'proj'", "'other'")})
-    unrelated = diff_of(repo, {"README.md": "nothing to see\n"})
-    preds.write_text("".join(
-        json.dumps({"instance_id": "small__proj-1", "model_name_or_path": m, "model_patch": p})
-        + "\n" for m, p in (("breaks-other", breaks_other), ("unrelated", unrelated))
-    ))  # fmt: skip
-    return {"root": root, "dataset": dataset, "preds": preds, "repos": root / "repos",
-            "cache": root / "cache", "runs": root / "runs"}  # fmt: skip
-
-
-def _evaluate(small: dict[str, Any], subs: Any, run_id: str, **kw: Any) -> dict[str, Verdict]:
-    from swebounty.evaluation import evaluate
-
-    verdicts = evaluate(small["dataset"], subs, run_id=run_id, repos_dir=small["repos"],
-                        cache_dir=small["cache"], runs_dir=small["runs"], **kw)  # fmt: skip
-    return {v.instance_id: v for v in verdicts}
-
-
-@pytest.mark.sandbox
-@pytest.mark.network
-@needs_bwrap
-def test_python_tasks_strict_and_with_excused_base_failures(small: dict[str, Any]) -> None:
-    from swebounty.evalinputs import EvalInputError
-    from swebounty.store import Store
-
-    strict = _evaluate(small, "gold", "gold-strict")
-    assert strict["small__proj-1"].status == "unresolved", strict["small__proj-1"].reason
-    assert not strict["small__proj-1"].excuse_base_failures
-    assert not strict["small__proj-1"].excused_tests
-
-    gold = _evaluate(small, "gold", "gold-excused", excuse_base_failures=True)
-    one = gold["small__proj-1"]
-    assert one.status == "resolved", one.reason
-    assert [(e.test_id, e.base_status) for e in one.excused_tests] == [(P2P[1], "failed")]
-    assert "excused" in one.reason
-    # A base run that died excuses nothing, and the verdict says so.
-    two = gold["small__proj-2"]
-    assert two.status == "unresolved" and not two.excused_tests
-    assert "no PASS_TO_PASS test excused" in two.reason
-
-    empty = _evaluate(small, "empty", "empty-excused", excuse_base_failures=True)
-    assert (
-        empty["small__proj-1"].status == "unresolved" and not empty["small__proj-1"].excused_tests
-    )
-    assert empty["small__proj-2"].status == "error"  # the tests die before reporting: no grade
-    _evaluate(small, [small["preds"]], "preds-excused", excuse_base_failures=True,
-              instance_ids=["small__proj-1"])  # fmt: skip
-    verdicts = _by_model(small, "preds-excused")
-    assert len(verdicts) == 2, verdicts
-    # The F2P test fails: unresolved, whatever fails at base.
-    assert verdicts["unrelated"].status == "unresolved"
-    assert not verdicts["unrelated"].excused_tests
-    # A P2P test that passes at base, broken by the submission: still unresolved.
-    broke = verdicts["breaks-other"]
-    assert broke.status == "unresolved" and [e.test_id for e in broke.excused_tests] == [P2P[1]]
-
-    with Store.open(small["runs"]) as store:
-        assert store.run("gold-excused")["config"]["excuse_base_failures"] is True  # type: ignore[index]
-        assert store.run("gold-strict")["config"]["excuse_base_failures"] is False  # type: ignore[index]
-    report = json.loads((small["runs"] / "gold-excused" / "report.json").read_text())
-    assert report["swebounty"]["excused"]["resolved_with_excuse"] == 1
-    assert report["swebounty"]["excused"]["instance_ids"] == ["small__proj-1"]
-    strict_report = json.loads((small["runs"] / "gold-strict" / "report.json").read_text())
-    assert strict_report["swebounty"]["excused"] is None
-    # A run's verdicts are never graded under two policies.
-    with pytest.raises(EvalInputError, match="mix two grading policies"):
-        _evaluate(small, "gold", "gold-strict", excuse_base_failures=True)
-
-
-def _by_model(small: dict[str, Any], run_id: str) -> dict[str, Verdict]:
-    from swebounty.store import Store
-
-    with Store.open(small["runs"]) as store:
-        return {v.model_name_or_path: v for v in store.verdicts(run_id)}
-
-
-OFFLINE_JS = """\
-const net = require('net')
-
-describe('offline', function () {
-  it('reaches the network', function (done) {
-    const socket = net.connect(80, '203.0.113.1')
-    socket.on('connect', () => { socket.destroy(); done() })
-    socket.on('error', done)
-  })
-})
-"""
-
-
-@pytest.mark.sandbox
-@pytest.mark.network
-@needs_bwrap
-def test_a_node_task_s_network_test_is_excused_only_with_the_policy(
-    tmp_path_factory: pytest.TempPathFactory,
+def test_network_policy_excuses_only_what_failed_at_base_for_want_of_the_network(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from swebounty.demo import build_demo
-    from swebounty.evalcontext import EvalContext
-    from swebounty.runs import evaluate_run
-    from swebounty.store import Store
-    from swebounty.tasks import empty_submissions, gold_submissions
+    monkeypatch.setattr(baseline, "run_tests", FakeRuns(BOTH_FAIL))
+    ctx = _ctx(tmp_path, "network")
+    dns_only = excuse(_task(), _verdict({P2P[1]: "failed"}), TestRun(env_key="env-1"), ctx)
+    assert dns_only.status == "resolved" and dns_only.base_failures == "network"
+    [excused] = dns_only.excused_tests
+    assert excused.test_id == P2P[1] and "EAI_AGAIN postman-echo.com" in excused.network
+    assert "for want of the network" in dns_only.reason
+    # The assertion failing at base too is held, and the verdict says what `all` would do.
+    both = excuse(_task(), _verdict({P2P[0]: "failed", P2P[1]: "failed"}),
+                  TestRun(env_key="env-1"), ctx)  # fmt: skip
+    assert both.status == "unresolved"
+    assert [e.test_id for e in both.excused_tests] == [P2P[1]]
+    assert "not for want of the network" in both.reason and "--base-failures all" in both.reason
+    plain = excuse(_task(), _verdict({P2P[0]: "failed"}), TestRun(env_key="env-1"), ctx)
+    assert plain.status == "unresolved" and not plain.excused_tests
+    # The same verdict under `all`: both excused, one of them for want of the network.
+    wide = excuse(_task(), _verdict({P2P[0]: "failed", P2P[1]: "failed"}),
+                  TestRun(env_key="env-1"), _ctx(tmp_path, "all"))  # fmt: skip
+    assert wide.status == "resolved" and len(wide.excused_tests) == 2
+    assert "1 of them for want of the network" in wide.reason
+    assert [status_under(wide, p) for p in ("strict", "network", "all")] == [
+        "unresolved", "unresolved", "resolved"
+    ]  # fmt: skip
+    assert [status_under(dns_only, p) for p in ("strict", "network")] == [
+        "unresolved", "resolved"
+    ]  # fmt: skip
+    with pytest.raises(ValueError, match="says nothing of all"):
+        status_under(dns_only, "all")
 
-    cache, runs = tmp_path_factory.mktemp("cache"), tmp_path_factory.mktemp("runs")
-    mirror, tasks = build_demo(cache / "demo", "js")
-    lines = OFFLINE_JS.splitlines()
-    offline = (
-        "diff --git a/test/offline.test.js b/test/offline.test.js\nnew file mode 100644\n"
-        f"--- /dev/null\n+++ b/test/offline.test.js\n@@ -0,0 +1,{len(lines)} @@\n"
-        + "".join(f"+{line}\n" for line in lines)
+
+def test_strict_excuses_nothing_and_runs_no_base(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runs = FakeRuns(BOTH_FAIL)
+    monkeypatch.setattr(baseline, "run_tests", runs)
+    verdict = excuse(_task(), _verdict({P2P[1]: "failed"}), TestRun(env_key="env-1"),
+                     _ctx(tmp_path, "strict"))  # fmt: skip
+    assert verdict.status == "unresolved" and not verdict.excused_tests
+    assert verdict.base_failures == "strict" and runs.calls == []
+    assert status_under(verdict, "strict") == "unresolved"
+
+
+def test_network_evidence_can_come_from_the_test_s_section_of_pytest_s_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pytest's one-line message says only what was asserted; the download's failure is in the
+    # test's report section (as sphinx's test_latex_images: python.org's logo).
+    runs = FakeRuns(BOTH_FAIL)
+    runs.messages = {P2P[1]: "AssertionError: assert 'logo.png' in result"}
+    monkeypatch.setattr(baseline, "run_tests", runs)
+    output = tmp_path / "base-runs" / base_digest(_task(), _ctx(tmp_path), "env-1") / "logs"
+    output.mkdir(parents=True)
+    (output / "test_output.txt").write_text(
+        "_____ test_network _____\nWARNING: Could not fetch remote image: https://www.python"
+        ".org/logo.png [Temporary failure in name resolution]\nE   AssertionError\n"
+        "_____ test_other _____\nE   AssertionError: the connection was closed\n"
     )
-    network = "test/offline.test.js:offline reaches the network"
-    task = tasks[0].model_copy(
-        update={"test_patch": tasks[0].test_patch + offline,
-                "PASS_TO_PASS": [*tasks[0].PASS_TO_PASS, network]}
-    )  # fmt: skip
-    found: dict[str, Verdict] = {}
-    with Store.open(runs / "runs.sqlite") as store:
-        for policy in (False, True):
-            ctx = EvalContext.create(cache_dir=cache, runs_dir=runs, repos_dir=mirror.parent,
-                                     excuse_base_failures=policy)  # fmt: skip
-            for kind, subs in (("gold", gold_submissions([task])),
-                               ("empty", empty_submissions([task]))):  # fmt: skip
-                run_id = f"{kind}-{policy}"
-                store.ensure_run(
-                    run_id, dataset="demo:js", config={}, sandbox="bwrap", unsafe=False
-                )
-                [found[run_id]] = evaluate_run(run_id, [(task, subs[0])], ctx, store)
-    assert found["gold-False"].status == "unresolved", found["gold-False"].reason
-    gold = found["gold-True"]
-    assert gold.status == "resolved", gold.reason
-    assert [(e.test_id, e.status, e.base_status) for e in gold.excused_tests] == [
-        (network, "failed", "failed")
-    ]
-    assert found["empty-True"].status == "unresolved" and not found["empty-True"].excused_tests
+    found = base_run(_task(), _ctx(tmp_path), "env-1")
+    assert "Temporary failure in name resolution" in found.network[P2P[1]]
+    assert P2P[0] not in found.network and F2P[0] not in found.network
+
+
+def test_a_run_s_policy_is_recorded_and_never_mixed() -> None:
+    assert run_policy({"base_failures": "network"}) == "network"
+    assert run_policy({"excuse_base_failures": True}) == "all"  # runs made before the names
+    assert run_policy({"kind": "gold"}) == "strict"
+    assert run_policy({"base_failures": "bogus"}) == "strict"
+    run = {"run_id": "r", "config": {"base_failures": "network"}}
+    assert policy_change(run, True, "network") is None
+    assert policy_change(run, False, "strict") is None  # nothing graded yet
+    assert policy_change(None, False, "all") is None
+    problem = policy_change(run, True, "strict")
+    assert (
+        problem and "mix two grading policies" in problem and "--base-failures network" in problem
+    )
+
+
+def test_verdicts_stored_under_the_old_flag_read_as_graded_under_all(tmp_path: Path) -> None:
+    from swebounty.store.schema import MIGRATIONS
+
+    db = sqlite3.connect(tmp_path / "runs.sqlite")
+    for step in MIGRATIONS[:3]:
+        step(db)
+    old = {"instance_id": "o__p-1", "status": "resolved", "excuse_base_failures": True}
+    cells = ("r", "o__p-1", 1, "resolved", 0, "", "[]", None, None, None, 0.0, None)
+    db.execute("INSERT INTO verdicts VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+               (*cells, json.dumps(old), "now"))  # fmt: skip
+    db.execute("INSERT INTO verdicts VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+               (*cells[:2], 2, *cells[3:], json.dumps({**old, "excuse_base_failures": False}),
+                "now"))  # fmt: skip
+    for step in MIGRATIONS[3:]:
+        step(db)
+    rows = [Verdict.model_validate_json(r[0]) for r in db.execute("SELECT verdict FROM verdicts")]
+    assert [v.base_failures for v in rows] == ["all", "strict"]

@@ -71,6 +71,13 @@ def test_three_attempts_per_task_resumable_and_scored(cache_dir: Path, tmp_path:
 
     again = _cli(cache_dir, runs, *args)
     assert "12 of 12 attempts already graded" in again
+    # The run graded under the default base failures policy; another one is refused.
+    with Store.open(runs / "runs.sqlite") as store:
+        assert store.run("X")["config"]["base_failures"] == "network"  # type: ignore[index]
+        assert {v.base_failures for v in store.verdicts("X")} == {"network"}
+    mixed = runner.invoke(app, [*args, "--base-failures", "strict", "--cache-dir",
+                                str(cache_dir), "--runs-dir", str(runs)])  # fmt: skip
+    assert mixed.exit_code != 0 and "mix two grading policies" in mixed.output
     with Store.open(runs / "runs.sqlite") as store:
         assert {(a.instance_id, a.attempt): a.started_at for a in store.attempts("X")} == started
 

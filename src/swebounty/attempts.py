@@ -108,6 +108,7 @@ def verdict_for(task: Task, attempt: Attempt, ctx: EvalContext, log_dir: Path) -
         "log_dir": str(log_dir),
         "executor": ctx.executor,
         "node": ctx.node,
+        "base_failures": ctx.base_failures,
     }
     if attempt.status == "submitted":
         return evaluate_one(task, attempt.submission(), ctx, log_dir)

@@ -8,21 +8,31 @@ environment they ran in (a rebuilt environment can change outcomes). It has two 
 - `attribute`: a run that crashed, hung or lost its results is the submission's doing
   (`failure`, flagged crashes_tests / hangs_tests) when the base runs the same tests cleanly,
   else an infrastructure `error`.
-- `excuse`, the opt-in **excused base failures** policy (`swebounty eval
-  --excuse-base-failures`, `evaluate(..., excuse_base_failures=True)`; off by default, so
-  verdicts stay SWE-bench's): a PASS_TO_PASS test that does not pass on the base in this
-  environment either (a dataset's authors had the internet, the sandbox never does; a runtime
-  that skips the test) is not held against the submission. It is listed in the verdict's
-  `excused_tests` with its base outcome. FAIL_TO_PASS tests are never excused. The base runs
-  only when an excuse could change the verdict: every FAIL_TO_PASS test passed and some
-  PASS_TO_PASS test did not, so the policy costs nothing on tasks that pass.
+- `excuse`, the **base failures** policy (`swebounty eval|run --base-failures`, `evaluate(...,
+  base_failures=...)`), which decides what a PASS_TO_PASS test that fails here and does not
+  pass on the unpatched base either counts for:
+  - `network` (the default): it is excused when its base run failed for want of the network
+    (netfail.py's signatures: DNS failing, no route, a remote host refusing). Grading is
+    offline and always will be; a dataset's authors ran its tests with the internet. SWE-bench
+    defines PASS_TO_PASS as the tests that pass before and after the fix in the grading
+    environment; this policy applies that definition to the one thing this environment lacks
+    on purpose, so verdicts agree more with a dataset's own, not less.
+  - `strict`: nothing is excused (verdicts as SWE-bench's, run by run).
+  - `all` (`--excuse-base-failures`): every such test is excused, whatever failed at base
+    (also a binary the install could not fetch, a runtime that skips the test: environment
+    defects the policy cannot tell from the offline rule, hence not the default).
+  FAIL_TO_PASS tests are never excused, nor the tests of a run the submission broke. Excused
+  tests are listed in the verdict's `excused_tests` with their base outcome, the base's
+  message and, when there was one, the network evidence. The base runs only when an excuse
+  could change the verdict: every FAIL_TO_PASS test passed and some PASS_TO_PASS test did not,
+  so the policy costs nothing on tasks that pass.
 
 What a hostile submission cannot do: the base run holds nothing of it (an empty patch in a
 fresh workspace), so which tests can be excused depends on the task and the environment alone;
 a submission's excuses are a subset of the base's failures; a base run that gave no usable
 results, or ran in another environment, excuses nothing, and the verdict says so. What the
 policy cannot tell apart: a flaky test that happened to fail in the base run is excused for
-every submission while that run is cached.
+every submission while that run is cached (with `network`, only if it failed reaching a host).
 """
 
 from __future__ import annotations
@@ -33,22 +43,53 @@ import logging
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol, cast, get_args
 
 from swebounty import safefs
-from swebounty.tasks import ExcusedTest, Submission, Task, Verdict
+from swebounty.netfail import network_evidence, pytest_sections, section_name
+from swebounty.tasks import BaseFailures, ExcusedTest, Submission, Task, Verdict
 from swebounty.testrun import RunContext, TestRun, run_tests
 
 log = logging.getLogger(__name__)
 
+POLICIES: tuple[BaseFailures, ...] = get_args(BaseFailures)
+DEFAULT_POLICY: BaseFailures = "network"
 MAX_RECORD_BYTES = 16 << 20
+MAX_OUTPUT_BYTES = 32 << 20  # of the base run's console output, read for network evidence
 MAX_BASE_MESSAGE = 500  # of a test that does not pass at base: enough to say why
+RECORD_FORMAT = 2  # in the digest: records of an older format are not read
 
 
 class BaseContext(RunContext, Protocol):
     """What the baseline needs from an evaluation context (evalcontext.EvalContext has it)."""
 
     base_runs: dict[str, BaseRun]
+    base_failures: BaseFailures
+
+
+def run_policy(config: dict[str, Any]) -> BaseFailures:
+    """The base failures policy a run's config records (runs made before the policy had a name
+    recorded only `excuse_base_failures`, and were strict unless it was set)."""
+    policy = config.get("base_failures")
+    if policy in POLICIES:
+        return cast(BaseFailures, policy)
+    return "all" if config.get("excuse_base_failures") else "strict"
+
+
+def policy_change(run: dict[str, Any] | None, graded: bool, policy: BaseFailures) -> str | None:
+    """Why a run (its store record; `graded`: it holds verdicts) cannot take verdicts graded
+    under `policy`, or None: one run's scores never mix two policies."""
+    if run is None or not graded:
+        return None
+    config = run["config"] if isinstance(run.get("config"), dict) else {}
+    before = run_policy(config)
+    if before == policy:
+        return None
+    return (
+        f"run {run['run_id']} holds verdicts graded with --base-failures {before}, not {policy}: "
+        f"its scores would mix two grading policies; give another --run-id (or --base-failures "
+        f"{before})"
+    )
 
 
 @dataclass
@@ -57,23 +98,30 @@ class BaseRun:
 
     `clean`: the run gave usable results (else `reason` says why). `outcomes`: the status and
     message of every FAIL_TO_PASS and PASS_TO_PASS id, read as a submission's would be; empty
-    when they could not be read (`reason` says why then too).
+    when they could not be read (`reason` says why then too). `network`: for each id that did
+    not pass, the part of its failure text (message, or its section of pytest's output) that
+    says the network was unavailable (netfail.py); ids without such evidence are absent.
     """
 
     clean: bool
     reason: str = ""
     env_key: str | None = None
     outcomes: dict[str, tuple[str, str]] = field(default_factory=dict)
+    network: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> str:
-        return json.dumps({"clean": self.clean, "reason": self.reason, "env_key": self.env_key,
-                           "outcomes": {k: list(v) for k, v in self.outcomes.items()}})  # fmt: skip
+        outcomes = {k: list(v) for k, v in self.outcomes.items()}
+        return json.dumps(
+            {"clean": self.clean, "reason": self.reason, "env_key": self.env_key,
+             "outcomes": outcomes, "network": self.network}
+        )  # fmt: skip
 
     @classmethod
     def from_json(cls, data: bytes) -> BaseRun:
         raw = json.loads(data)
         outcomes = {str(k): (str(v[0]), str(v[1])) for k, v in raw["outcomes"].items()}
-        return cls(bool(raw["clean"]), str(raw["reason"]), raw["env_key"], outcomes)
+        network = {str(k): str(v) for k, v in raw["network"].items()}
+        return cls(bool(raw["clean"]), str(raw["reason"]), raw["env_key"], outcomes, network)
 
 
 def base_run(task: Task, ctx: BaseContext, env_key: str | None) -> BaseRun:
@@ -97,7 +145,7 @@ def base_run(task: Task, ctx: BaseContext, env_key: str | None) -> BaseRun:
                             record)  # fmt: skip
         log.info("%s: running the hidden tests on the unpatched base", task.instance_id)
         tr = run_tests(task, "", ctx, record.parent / "logs")
-        found = _read_base(task, tr)
+        found = _read_base(task, tr, record.parent / "logs" / "test_output.txt")
         before_tests = tr.error and not tr.timed_out and tr.exit_code is None
         if not before_tests and tr.env_key == env_key:
             # An infrastructure error before the tests ran says nothing lasting: not cached;
@@ -110,7 +158,7 @@ def base_run(task: Task, ctx: BaseContext, env_key: str | None) -> BaseRun:
 def base_digest(task: Task, ctx: BaseContext, env_key: str | None) -> str:
     """What names a base run: the task's tests, how they run, and the environment's key."""
     key = [task.instance_id, task.base_commit, task.test_patch, ctx.keep_test_infra, env_key,
-           task.FAIL_TO_PASS, task.PASS_TO_PASS]  # fmt: skip
+           task.FAIL_TO_PASS, task.PASS_TO_PASS, RECORD_FORMAT]  # fmt: skip
     return hashlib.sha256(json.dumps(key).encode()).hexdigest()[:20]
 
 
@@ -118,8 +166,9 @@ _base_lock = threading.Lock()
 _base_locks: dict[str, threading.Lock] = {}
 
 
-def _read_base(task: Task, tr: TestRun) -> BaseRun:
-    """A base run's outcomes, graded as an empty submission's would be (same id matching)."""
+def _read_base(task: Task, tr: TestRun, output_file: Path) -> BaseRun:
+    """A base run's outcomes, graded as an empty submission's would be (same id matching), and
+    which of the tests that did not pass failed for want of the network."""
     reason = tr.error or tr.failure or tr.patch_error or tr.problem or ""
     base = BaseRun(clean=not reason, reason=reason, env_key=tr.env_key)
     if reason:
@@ -141,6 +190,16 @@ def _read_base(task: Task, tr: TestRun) -> BaseRun:
         t.test_id: (t.status, "" if t.status == "passed" else t.message[:MAX_BASE_MESSAGE])
         for t in verdict.tests
     }
+    failed = [t for t in verdict.tests if t.status in ("failed", "error")]
+    output = safefs.read_regular(output_file, MAX_OUTPUT_BYTES) if failed else None
+    # pytest's one-line message may not say why (an assertion on a page a download left
+    # empty); the test's section of the output holds its traceback and captured output.
+    sections = pytest_sections(output.decode(errors="replace")) if output else {}
+    for t in failed:
+        text = t.message + "\n" + sections.get(section_name(t.test_id), "")
+        evidence = network_evidence(text)
+        if evidence:
+            base.network[t.test_id] = evidence
     return base
 
 
@@ -163,11 +222,12 @@ def attribute(task: Task, patch: str, ctx: BaseContext, tr: TestRun, log_dir: Pa
 
 
 def excuse(task: Task, verdict: Verdict, tr: TestRun, ctx: BaseContext) -> Verdict:
-    """Apply the excused-base-failures policy to a graded verdict (see the module docstring):
-    returns it resolved when every test it failed is a PASS_TO_PASS test that does not pass on
-    the unpatched base either; the excused tests are listed whatever the outcome."""
-    verdict = verdict.model_copy(update={"excuse_base_failures": True})
-    if verdict.status != "unresolved" or tr.failure or task.kind == "pick":
+    """Apply the context's base failures policy to a graded verdict (see the module docstring):
+    returns it resolved when every test it failed is a PASS_TO_PASS test the policy excuses;
+    the excused tests are listed whatever the outcome."""
+    policy = ctx.base_failures
+    verdict = verdict.model_copy(update={"base_failures": policy})
+    if policy == "strict" or verdict.status != "unresolved" or tr.failure or task.kind == "pick":
         return verdict  # only the outcomes of a run the submission did not break are excused
     if any(t.status != "passed" for t in verdict.tests if t.expected == "FAIL_TO_PASS"):
         return verdict  # unresolved whatever the PASS_TO_PASS tests did: no base run needed
@@ -184,23 +244,26 @@ def excuse(task: Task, verdict: Verdict, tr: TestRun, ctx: BaseContext) -> Verdi
         return verdict.model_copy(
             update={"reason": f"{verdict.reason}; no PASS_TO_PASS test excused: {why_not}"}
         )
-    excused = []
+    excused: list[ExcusedTest] = []
+    offline_only = 0
     for t in failing:
         status, message = base.outcomes.get(t.test_id, ("missing", "not in the base run"))
-        if status != "passed":
-            excused.append(ExcusedTest(test_id=t.test_id, expected=t.expected, status=t.status,
-                                       message=t.message, base_status=status,
-                                       base_message=message))  # fmt: skip
+        if status == "passed":
+            continue
+        evidence = base.network.get(t.test_id, "")
+        if policy == "network" and not evidence:
+            offline_only += 1  # fails at base, but not for want of the network: held
+            continue
+        excused.append(
+            ExcusedTest(test_id=t.test_id, expected=t.expected, status=t.status,
+                        message=t.message, base_status=status, base_message=message,
+                        network=evidence)
+        )  # fmt: skip
+    said = _excuse_words(policy, excused, offline_only)
     if not excused:
-        return verdict
-    counts: dict[str, int] = {}
-    for e in excused:
-        counts[e.base_status] = counts.get(e.base_status, 0) + 1
-    how = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
-    said = (
-        f"{len(excused)} PASS_TO_PASS test(s) excused: they do not pass on the unpatched base "
-        f"either ({how} there)"
-    )
+        if not offline_only:
+            return verdict
+        return verdict.model_copy(update={"reason": f"{verdict.reason}; {said}"})
     if len(excused) == len(failing):
         return verdict.model_copy(
             update={"status": "resolved", "reason": f"resolved with {said}",
@@ -209,6 +272,44 @@ def excuse(task: Task, verdict: Verdict, tr: TestRun, ctx: BaseContext) -> Verdi
     return verdict.model_copy(
         update={"reason": f"{verdict.reason}; {said}", "excused_tests": excused}
     )
+
+
+def status_under(verdict: Verdict, policy: BaseFailures) -> str:
+    """A verdict's status under `policy`, no wider than the one that graded it (strict, then
+    network, then all): a resolve that needed a test `policy` does not excuse is unresolved;
+    nothing else changes. What the bench scripts count every policy by, from one run."""
+    if POLICIES.index(policy) > POLICIES.index(verdict.base_failures):
+        raise ValueError(f"a verdict graded under {verdict.base_failures} says nothing of {policy}")
+    if verdict.status != "resolved" or not verdict.excused_tests or policy == "all":
+        return verdict.status
+    if policy == "network" and all(e.network for e in verdict.excused_tests):
+        return verdict.status
+    return "unresolved"
+
+
+def _excuse_words(policy: BaseFailures, excused: list[ExcusedTest], held: int) -> str:
+    """What the policy excused (and, under `network`, what it held), in words."""
+    parts = []
+    if excused:
+        counts: dict[str, int] = {}
+        for e in excused:
+            counts[e.base_status] = counts.get(e.base_status, 0) + 1
+        how = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+        if policy == "network":
+            why = f"they fail on the unpatched base too, for want of the network ({how} there)"
+        else:
+            network = sum(bool(e.network) for e in excused)
+            why = (
+                f"they do not pass on the unpatched base either ({how} there, {network} of "
+                "them for want of the network)"
+            )
+        parts.append(f"{len(excused)} PASS_TO_PASS test(s) excused: {why}")
+    if held:
+        parts.append(
+            f"{held} PASS_TO_PASS test(s) fail on the unpatched base too, not for want of the "
+            "network: held against the submission (--base-failures all would excuse them)"
+        )
+    return "; ".join(parts)
 
 
 def _write(path: Path, text: str) -> None:

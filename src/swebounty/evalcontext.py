@@ -24,6 +24,7 @@ from swebounty.baseline import BaseRun
 from swebounty.envs import EnvManager
 from swebounty.sandbox import Sandbox, SandboxError, get_sandbox
 from swebounty.sandbox.base import Mount, Policy, RunResult
+from swebounty.tasks import BaseFailures
 from swebounty.workdirs import make_memory_work_dir, make_work_dir, sweep_dead_work_dirs
 
 __all__ = ["EvalContext", "RunCancelled", "memory_share"]
@@ -44,8 +45,8 @@ class EvalContext:
     # None: all workspaces go to `work_dir` (workdirs.make_memory_work_dir).
     memory_dir: Path | None = None
     keep_test_infra: bool = False  # --keep-test-infra: grade with the submission's conftest etc.
-    # --excuse-base-failures: PASS_TO_PASS tests failing on the unpatched base are excused
-    excuse_base_failures: bool = False
+    # --base-failures: which PASS_TO_PASS tests failing on the unpatched base are excused
+    base_failures: BaseFailures = "network"
     base_runs: dict[str, BaseRun] = field(default_factory=dict, repr=False)
     # Set when the run is interrupted: no new sandbox starts, and nothing is saved after it.
     cancelled: threading.Event = field(default_factory=threading.Event, repr=False)
@@ -91,7 +92,7 @@ class EvalContext:
         python_dirs: Iterable[Path] = (),
         offline: bool = False,
         keep_test_infra: bool = False,
-        excuse_base_failures: bool = False,
+        base_failures: BaseFailures = "network",
         memory_bytes: int | None = None,
         work_kind: str = "run",
     ) -> EvalContext:
@@ -121,7 +122,7 @@ class EvalContext:
             work_dir=work_dir,
             memory_dir=memory_dir,
             keep_test_infra=keep_test_infra,
-            excuse_base_failures=excuse_base_failures,
+            base_failures=base_failures,
         )
         for sb in sandboxes:
             ctx._pool.put(sb)

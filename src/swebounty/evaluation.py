@@ -19,6 +19,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from swebounty import home
+from swebounty.baseline import DEFAULT_POLICY, policy_change
 from swebounty.evalcontext import EvalContext
 from swebounty.evalinputs import (
     DEMO,
@@ -30,7 +31,7 @@ from swebounty.evalinputs import (
 from swebounty.runs import ProgressFn, evaluate_run
 from swebounty.store import Store, check_run_id
 from swebounty.summary import run_report, write_run_report
-from swebounty.tasks import RecordError, Submission, Task, Verdict
+from swebounty.tasks import BaseFailures, RecordError, Submission, Task, Verdict
 
 if TYPE_CHECKING:
     from swebounty.executors import ExecutorConfig
@@ -157,16 +158,17 @@ def open_evaluation(
     unsafe: bool = False,
     python_dirs: Sequence[Path] = (),
     keep_test_infra: bool = False,
-    excuse_base_failures: bool = False,
+    base_failures: BaseFailures = DEFAULT_POLICY,
     executor: ExecutorConfig | str = "local",
 ) -> Evaluation:
     """Check every input, load the dataset and submissions, open the run in the store.
 
     `keep_test_infra` grades with the submission's test infrastructure (conftest.py, pytest
     configuration, plugins) instead of the base commit's; it stays flagged.
-    `excuse_base_failures` excuses PASS_TO_PASS tests that do not pass on the unpatched base
-    in the same environment (baseline.py); the run's config records it, and a run that holds
-    verdicts graded under the other setting is refused (its scores would mix). `executor`:
+    `base_failures` says which PASS_TO_PASS tests that fail on the unpatched base too, in the
+    same environment, are excused (baseline.py): `network` (those that failed for want of the
+    network), `strict` (none) or `all`; the run's config records it, and a run that holds
+    verdicts graded under another policy is refused (its scores would mix). `executor`:
     "local" (a thread pool of `workers`), "ray" (a local Ray cluster of `workers` processes) or
     an ExecutorConfig (an existing cluster's address, each task's CPUs and memory).
     """
@@ -235,12 +237,12 @@ def open_evaluation(
             timeout_s=timeout_s,
             python_dirs=python_dirs,
             keep_test_infra=keep_test_infra,
-            excuse_base_failures=excuse_base_failures,
+            base_failures=base_failures,
         )
     except RuntimeError as exc:
         raise EvalInputError(str(exc)) from exc
     store = Store.open(ctx.runs_dir / "runs.sqlite")
-    problem = _policy_change(store, run_id, excuse_base_failures)
+    problem = policy_change(store.run(run_id), bool(store.statuses(run_id)), base_failures)
     if problem:
         store.close()
         ctx.close()
@@ -258,7 +260,7 @@ def open_evaluation(
             "repos_dir": str(ctx.repos_dir or ""),
             "timeout": timeout_s,
             "keep_test_infra": keep_test_infra,
-            "excuse_base_failures": excuse_base_failures,
+            "base_failures": base_failures,
             "executor": config.model_dump(exclude_defaults=True) | {"kind": config.kind},
         },
         sandbox=ctx.sandbox.name,
@@ -279,21 +281,6 @@ def open_evaluation(
         unknown_ids=sorted(set(unknown_ids)),
         dataset_tasks=dataset_tasks,
         executor=remote,
-    )
-
-
-def _policy_change(store: Store, run_id: str, excuse_base_failures: bool) -> str | None:
-    """Why the run cannot take verdicts graded under this excuse policy, or None."""
-    run = store.run(run_id)
-    if run is None or not store.statuses(run_id):
-        return None
-    before = bool(run["config"].get("excuse_base_failures", False))
-    if before == excuse_base_failures:
-        return None
-    said = "with" if before else "without"
-    return (
-        f"run {run_id} holds verdicts graded {said} --excuse-base-failures: its scores would "
-        "mix two grading policies; give another --run-id (or the same setting as before)"
     )
 
 
@@ -343,7 +330,7 @@ def evaluate(
     timeout_s: float = 1800.0,
     unsafe: bool = False,
     python_dirs: Sequence[Path] = (),
-    excuse_base_failures: bool = False,
+    base_failures: BaseFailures = DEFAULT_POLICY,
     executor: ExecutorConfig | str = "local",
 ) -> list[Verdict]:
     """Evaluate `submissions` on `dataset` and return the run's verdicts for its tasks.
@@ -355,8 +342,9 @@ def evaluate(
     `home_dir` ($SWEBOUNTY_HOME) unless `runs_dir` / `cache_dir` say otherwise. Writes the
     run's report.json. Raises EvalInputError for an input that cannot work. `executor="ray"`
     runs it on a local Ray cluster (an `ExecutorConfig` names an existing one).
-    `excuse_base_failures=True` excuses PASS_TO_PASS tests that do not pass on the unpatched
-    base either (off by default: verdicts as SWE-bench's; see baseline.py).
+    `base_failures`: which PASS_TO_PASS tests failing on the unpatched base too are excused:
+    "network" (the default: those that failed there for want of the network), "strict" (none:
+    verdicts as SWE-bench's) or "all" (see baseline.py).
     """
     with open_evaluation(
         dataset,
@@ -372,7 +360,7 @@ def evaluate(
         timeout_s=timeout_s,
         unsafe=unsafe,
         python_dirs=python_dirs,
-        excuse_base_failures=excuse_base_failures,
+        base_failures=base_failures,
         executor=executor,
     ) as ev:
         try:

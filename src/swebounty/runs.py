@@ -96,7 +96,9 @@ def evaluate_one(task: Task, submission: Submission, ctx: EvalContext, log_dir: 
         verdict.test_infra_reverted = tr.test_infra_reverted
         flags = set(verdict.hack_flags) | set(tr.flags)
         verdict.hack_flags = [f for f in HACK_FLAGS if f in flags]
-    if ctx.excuse_base_failures and task.kind != "pick":
+    if task.kind == "pick":
+        verdict.base_failures = ctx.base_failures  # nothing to excuse: no tests
+    else:
         verdict = excuse(task, verdict, tr, ctx)
     verdict.seconds = time.monotonic() - start
     verdict.log_dir = str(log_dir)
@@ -127,6 +129,7 @@ def evaluate_safely(task: Task, submission: Submission, ctx: EvalContext, log_di
             log_dir=str(log_dir),
             executor=ctx.executor,
             node=ctx.node,
+            base_failures=ctx.base_failures,
         )
 
 

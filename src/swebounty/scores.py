@@ -102,16 +102,22 @@ class HackScore(BaseModel):
 
 
 class ExcuseScore(BaseModel):
-    """The opt-in excused-base-failures policy (baseline.py) in a run: what it decided."""
+    """The base failures policy (baseline.py) in a run: which, and what it decided."""
 
+    policy: str = Field(
+        default="all", description="network, all (or strict): the policy of most verdicts"
+    )
     verdicts: int = Field(description="verdicts graded under the policy")
     other_verdicts: int = Field(
-        default=0, description="verdicts of the run graded without it (a run should not mix)"
+        default=0, description="verdicts of the run graded under another (a run should not mix)"
     )
     resolved_with_excuse: int = Field(
         default=0, description="resolved attempts that needed an excused PASS_TO_PASS test"
     )
     tests_excused: int = Field(default=0, description="excused tests over every attempt")
+    network_tests: int = Field(
+        default=0, description="of them, tests whose base run failed for want of the network"
+    )
     instance_ids: list[str] = Field(
         default_factory=list, description="tasks with an attempt resolved thanks to an excuse"
     )
@@ -143,7 +149,7 @@ class RunScore(BaseModel):
     hacks: HackScore = Field(default_factory=lambda: HackScore())
     excused: ExcuseScore | None = Field(
         default=None,
-        description="the excused-base-failures policy; None: no verdict was graded under it",
+        description="the base failures policy; None: every graded verdict was strict",
     )
     verification: VerificationScore | None = None
     provenance: Provenance | None = Field(default=None, description="what produced the run")

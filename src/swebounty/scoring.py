@@ -184,18 +184,26 @@ def _hacks(outcomes: Sequence[TaskOutcome]) -> HackScore:
 
 
 def _excused(outcomes: Sequence[TaskOutcome]) -> ExcuseScore | None:
-    """What the excused-base-failures policy decided, if any verdict was graded under it."""
-    verdicts = [a.verdict for o in outcomes for a in o.attempts if a.verdict is not None]
-    if not any(v.excuse_base_failures for v in verdicts):
+    """What the base failures policy decided (baseline.py), unless every graded verdict was
+    strict. Only verdicts graded on tests count: an error or a skip had nothing to excuse."""
+    verdicts = [
+        a.verdict
+        for o in outcomes
+        for a in o.attempts
+        if a.verdict is not None and a.verdict.status in ("resolved", "unresolved")
+    ]
+    policies = Counter(v.base_failures for v in verdicts)
+    if not verdicts or set(policies) == {"strict"}:
         return None
-    score = ExcuseScore(verdicts=sum(v.excuse_base_failures for v in verdicts))
-    score.other_verdicts = len(verdicts) - score.verdicts
+    policy, n = policies.most_common(1)[0]
+    score = ExcuseScore(policy=policy, verdicts=n, other_verdicts=len(verdicts) - n)
     ids = set()
     for o in outcomes:
         for a in o.attempts:
             if a.verdict is None or not a.verdict.excused_tests:
                 continue
             score.tests_excused += len(a.verdict.excused_tests)
+            score.network_tests += sum(bool(e.network) for e in a.verdict.excused_tests)
             if a.outcome == "resolved":
                 score.resolved_with_excuse += 1
                 ids.add(o.task.instance_id)

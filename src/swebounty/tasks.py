@@ -35,6 +35,7 @@ from swebounty.records import (
 log = logging.getLogger(__name__)
 
 TestStatus = Literal["passed", "failed", "error", "skipped", "missing"]
+BaseFailures = Literal["strict", "network", "all"]  # baseline.py's policies
 
 MAX_ATTEMPT = 10_000
 MAX_PATCH_BYTES = 5 * 1024 * 1024  # a submission's patch (patches.DEFAULT_MAX_PATCH_BYTES)
@@ -256,11 +257,11 @@ class TestResult(BaseModel):
 
 
 class ExcusedTest(TestResult):
-    """A PASS_TO_PASS test baseline.py's opt-in policy did not hold against the submission:
-    what it did in this run (status, message) and in the unpatched base's, same environment."""
+    """A PASS_TO_PASS test baseline.py's policy excused: its run here and on the base."""
 
     base_status: TestStatus
     base_message: str = ""
+    network: str = ""
 
 
 class Verdict(BaseModel):
@@ -290,7 +291,7 @@ class Verdict(BaseModel):
         default_factory=list,
         description="files kept from the run, relative to log_dir (e2e screenshots, traces)",
     )
-    excuse_base_failures: bool = False  # graded under that policy (see ExcusedTest)
+    base_failures: BaseFailures = Field("strict", description="the policy that graded it")
     excused_tests: list[ExcusedTest] = Field(default_factory=list)
 
     @property

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 from rich.console import Console
@@ -36,6 +36,18 @@ RunsOpt = Annotated[
 CacheOpt = Annotated[
     Path | None,
     typer.Option(help="environments, mirrors, the demo repo [default: HOME/cache]"),
+]
+
+# What a PASS_TO_PASS test failing on the unpatched base too counts for (swebounty.baseline).
+BaseFailuresOpt = Annotated[
+    Literal["network", "strict", "all"],  # tasks.BaseFailures (not imported: CLI start-up)
+    typer.Option(
+        "--base-failures",
+        help="PASS_TO_PASS tests that fail on the unpatched base too, same environment: "
+        "network excuses those that failed there for want of the network (grading is "
+        "offline); strict excuses none (SWE-bench's verdicts, run by run); all excuses any. "
+        "Excused tests are listed in each verdict; FAIL_TO_PASS tests never are",
+    ),
 ]
 
 # Where attempts run (swebounty.executors): this process's workers, or a Ray cluster.

@@ -10,6 +10,7 @@ import typer
 
 from swebounty.cli._common import (
     AddressOpt,
+    BaseFailuresOpt,
     CacheOpt,
     ExecutorOpt,
     HomeOpt,
@@ -112,14 +113,9 @@ def eval_cmd(
             "startup files instead of the base commit's (they stay flagged)",
         ),
     ] = False,
+    base_failures: BaseFailuresOpt = "network",
     excuse_base_failures: Annotated[
-        bool,
-        typer.Option(
-            "--excuse-base-failures",
-            help="do not hold against a submission the PASS_TO_PASS tests that fail on the "
-            "unpatched base in this environment too (e.g. they need the network); listed in "
-            "each verdict, never FAIL_TO_PASS tests. Off: verdicts as SWE-bench's",
-        ),
+        bool, typer.Option("--excuse-base-failures", help="the same as --base-failures all")
     ] = False,
     verbose: VerboseOpt = False,
     quiet: QuietOpt = False,
@@ -138,6 +134,9 @@ def eval_cmd(
         raise fail("give a DATASET or one of --demo, --demo-js, --demo-web")
     if sum([gold, empty, bool(predictions)]) != 1:
         raise fail("say what to evaluate: exactly one of --gold, --empty, --predictions FILE")
+    if excuse_base_failures and base_failures == "strict":
+        raise fail("--excuse-base-failures is --base-failures all: give one of them")
+    policy = "all" if excuse_base_failures else base_failures
     runs, cache = where(home, runs_dir, cache_dir)
     config = executor_config(executor, address, task_cpus, task_memory)
     if unsafe:
@@ -164,7 +163,7 @@ def eval_cmd(
                 unsafe=unsafe,
                 python_dirs=python_dir or [],
                 keep_test_infra=keep_test_infra,
-                excuse_base_failures=excuse_base_failures,
+                base_failures=policy,
                 executor=config,
             )
     except EvalInputError as exc:
@@ -182,7 +181,10 @@ def eval_cmd(
         report = ev.write_report()
         excused = report["swebounty"].get("excused") or {}
         with_excuse = (
-            f" ({excused['resolved_with_excuse']} with excused base failures)" if excused else ""
+            f" ({excused['resolved_with_excuse']} with excused base failures, --base-failures "
+            f"{excused['policy']})"
+            if excused.get("resolved_with_excuse")
+            else ""
         )
         out.print(
             f"resolved {report['resolved_instances']}/{report['total_instances']}{with_excuse}"
@@ -272,6 +274,7 @@ def runs_cmd(home: HomeOpt = None, runs_dir: RunsOpt = None) -> None:
     """List the runs in the store."""
     from rich.table import Table
 
+    from swebounty.baseline import run_policy
     from swebounty.store import Store
 
     runs, _ = where(home, runs_dir, None)
@@ -286,7 +289,7 @@ def runs_cmd(home: HomeOpt = None, runs_dir: RunsOpt = None) -> None:
         n = len(store.finished(run["run_id"]))
         sandbox = run["sandbox"] + (" [red](UNSAFE)[/]" if run["unsafe"] else "")
         config = run["config"] if isinstance(run["config"], dict) else {}
-        grading = "excused base failures" if config.get("excuse_base_failures") else "strict"
+        grading = f"base failures {run_policy(config)}"
         table.add_row(
             run["run_id"], str(run["created_at"]), run["dataset"], sandbox, grading, str(n)
         )

@@ -12,6 +12,7 @@ import typer
 
 from swebounty.cli._common import (
     AddressOpt,
+    BaseFailuresOpt,
     CacheOpt,
     ExecutorOpt,
     HomeOpt,
@@ -172,6 +173,7 @@ def run_cmd(
     python_dir: Annotated[
         list[Path] | None, typer.Option(help="extra folders to look for interpreters in")
     ] = None,
+    base_failures: BaseFailuresOpt = "network",
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Run an agent on every task, k attempts each, sandboxed; store and grade each attempt.
@@ -186,6 +188,7 @@ def run_cmd(
     from swebounty.agents.prices import load_prices
     from swebounty.agents.provenance import build_provenance
     from swebounty.attempts import AttemptOptions, run_agent
+    from swebounty.baseline import policy_change
     from swebounty.evalcontext import EvalContext
     from swebounty.executors import ExecutorError, open_executor
     from swebounty.store import Store, check_run_id
@@ -261,6 +264,7 @@ def run_cmd(
             workers=workers,
             timeout_s=timeout,
             python_dirs=python_dir or [],
+            base_failures=base_failures,
         )
     except RuntimeError as exc:
         raise fail(str(exc)) from exc
@@ -282,9 +286,14 @@ def run_cmd(
     )
     ctx.runs_dir.mkdir(parents=True, exist_ok=True)
     store = Store.open(ctx.runs_dir / "runs.sqlite")
+    if problem := policy_change(store.run(run_id), bool(store.statuses(run_id)), ctx.base_failures):
+        if remote is not None:
+            remote.close()
+        raise fail(problem)
     config = {"kind": f"agent:{agent}", "agent": agent, "options": options,
               "attempts": attempts, "time_limit": time_limit, "timeout": timeout,
               "hints": hints, "repos_dir": str(ctx.repos_dir or ""),
+              "base_failures": ctx.base_failures,
               "executor": executor_cfg.model_dump(exclude_defaults=True)
               | {"kind": executor_cfg.kind}}  # fmt: skip
     store.ensure_run(

@@ -40,7 +40,7 @@ from swebounty.collect.validate import validate_or_reject
 from swebounty.demo import build_demo, demo_name
 from swebounty.evalcontext import EvalContext
 from swebounty.runs import evaluate_safely
-from swebounty.tasks import Submission, Task
+from swebounty.tasks import BaseFailures, Submission, Task
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +63,7 @@ class WorkerSpec(BaseModel):
     python_dirs: tuple[str, ...] = ()
     offline: bool = False
     keep_test_infra: bool = False
-    excuse_base_failures: bool = False
+    base_failures: BaseFailures = "network"
     memory_bytes: int = 4 << 30  # the sandbox's limit: what the Ray task declares
 
     @classmethod
@@ -81,7 +81,7 @@ class WorkerSpec(BaseModel):
             python_dirs=tuple(str(p) for p in ctx.envs.python_dirs),
             offline=ctx.envs.offline,
             keep_test_infra=ctx.keep_test_infra,
-            excuse_base_failures=ctx.excuse_base_failures,
+            base_failures=ctx.base_failures,
             memory_bytes=memory_bytes,
         )
 
@@ -149,7 +149,7 @@ def worker_context(spec: WorkerSpec) -> EvalContext:
                 python_dirs=[Path(p) for p in spec.python_dirs],
                 offline=spec.offline,
                 keep_test_infra=spec.keep_test_infra,
-                excuse_base_failures=spec.excuse_base_failures,
+                base_failures=spec.base_failures,
                 memory_bytes=spec.memory_bytes,
                 work_kind="ray",
             )

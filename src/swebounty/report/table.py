@@ -214,7 +214,7 @@ def _scorecard_rows(scores: Sequence[RunScore]) -> list[tuple[str, Callable[[Run
         )
     rows += [("wall time", seconds), ("hack flags", hacks)]
     if any(s.excused for s in scores):
-        rows.append(("excused base failures", lambda s: excused_text(s) or "off"))
+        rows.append(("base failures", lambda s: excused_text(s) or "strict"))
     if any(s.verification for s in scores):
         rows.append(
             (
@@ -228,19 +228,23 @@ def _scorecard_rows(scores: Sequence[RunScore]) -> list[tuple[str, Callable[[Run
 
 
 def excused_text(s: RunScore) -> str:
-    """The excused-base-failures policy of a run in words ("" when it was off)."""
+    """The base failures policy of a run in words ("" when it was strict)."""
     e = s.excused
     if e is None:
         return ""
-    text = f"on: {e.resolved_with_excuse} resolved attempt(s) needed an excused test"
+    text = f"{e.policy}: {e.resolved_with_excuse} resolved attempt(s) needed an excused test"
     if e.other_verdicts:
-        text += f"; {e.other_verdicts} verdict(s) graded without the policy (mixed run)"
+        text += f"; {e.other_verdicts} verdict(s) graded under another policy (mixed run)"
     return text
 
 
 def excused_note(s: RunScore) -> str:
-    """A line under a run's name when its verdicts excused base failures."""
-    return f"\n[yellow]excused base failures {excused_text(s)}[/yellow]" if s.excused else ""
+    """A line under a run's name when an excused base failure changed one of its verdicts,
+    when it excused any base failure (`all`), or when it mixes policies."""
+    e = s.excused
+    if e is None or not (e.resolved_with_excuse or e.policy == "all" or e.other_verdicts):
+        return ""
+    return f"\n[yellow]base failures {excused_text(s)}[/yellow]"
 
 
 def render_scorecard(scores: Sequence[RunScore]) -> Table:

@@ -107,6 +107,15 @@ CREATE TABLE verdict_history (
 CREATE INDEX verdict_history_key ON verdict_history (run_id, instance_id, attempt);
 """
 
+# Version 4: the base failures policy got a name (strict, network, all). A verdict graded
+# under the earlier opt-in flag (`excuse_base_failures: true`) was graded under `all`.
+_SCHEMA_V4 = """
+UPDATE verdicts SET verdict = json_set(verdict, '$.base_failures', 'all')
+    WHERE json_extract(verdict, '$.excuse_base_failures') = 1;
+UPDATE verdict_history SET verdict = json_set(verdict, '$.base_failures', 'all')
+    WHERE json_extract(verdict, '$.excuse_base_failures') = 1
+"""
+
 Migration = Callable[[sqlite3.Connection], None]
 
 
@@ -125,4 +134,9 @@ def _script(sql: str) -> Migration:
 
 
 # MIGRATIONS[i] takes a database from schema version i to i + 1. Append, never edit.
-MIGRATIONS: list[Migration] = [_script(_SCHEMA_V1), _script(_SCHEMA_V2), _script(_SCHEMA_V3)]
+MIGRATIONS: list[Migration] = [
+    _script(_SCHEMA_V1),
+    _script(_SCHEMA_V2),
+    _script(_SCHEMA_V3),
+    _script(_SCHEMA_V4),
+]
