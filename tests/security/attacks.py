@@ -9,41 +9,16 @@ failing hidden tests into passes comes without the fix and must end `unresolved`
 
 Placeholders in attack code and link targets, replaced per run: {canary} (a world-writable
 host directory outside the sandbox), {port} (a host TCP listener), {token} (a name unique to
-the run).
+the run). The grading hacks that forge where their code comes from are in attacks_forged.py.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from security.attack import Attack, F, Link
+from security.attacks_forged import FORGED
 
 JUNIT = "/tmp/swebounty-junit.xml"  # where pytest writes, inside the sandbox (testrun.py)
 
-
-@dataclass(frozen=True)
-class Link:
-    """A symbolic link the patch adds."""
-
-    target: str
-
-
-@dataclass(frozen=True)
-class Attack:
-    name: str
-    klass: str  # the issue's class: host, grading, laundering, resources, records
-    what: str
-    status: str  # the exact verdict; "record_error" for a record refused at load
-    flags: frozenset[str] = frozenset()
-    fix: bool = False
-    task: int = 0
-    files: dict[str, str | bytes | Link | None] = field(default_factory=dict)
-    code: str = ""  # appended to tinytext/__init__.py
-    reverted: frozenset[str] = frozenset()  # exactly the verdict's test_infra_reverted
-    reason: str = ""  # a substring of the verdict's reason
-    record: dict[str, object] | None = None  # a raw predictions record instead of a patch
-    needs_root: bool = False  # the bound it tests is the launcher's tmpfs (root only)
-
-
-F = frozenset
 
 # A plugin that turns every report into a pass: what the grading hacks try to get loaded.
 FORCE_PASS = """\
@@ -659,6 +634,7 @@ atexit.register(lambda: (os.remove("{JUNIT}"), os._exit(0)))
     Attack("record-nan-cost", "records", "a cost that is not a number", "record_error",
            record={"cost_usd": float("inf")}),
 ]  # fmt: skip
+ATTACKS += FORGED
 
 
 # With --keep-test-infra the submission's infrastructure stays: the guard still refuses hooks

@@ -5,7 +5,8 @@ Loaded by run_pytest.py before any code of the workspace is imported. It records
   and class attribute), taken before the workspace's code could run;
 - its own record of every test report, made before any other plugin sees the report.
 At the end of the session it checks that the machinery is the one it started with, that no
-hook implementation, trace function or import hook comes from a file the submission changed,
+hook implementation, trace function or import hook comes from a file the submission changed
+(and that code claiming a trusted file really is that file's: genuine.py),
 reads the JUnit XML pytest has just written (not whatever the file holds later), and sends
 all of it through the harness's channel, authenticated with the key only this process holds.
 Whatever it finds wrong is a "problem": the harness flags the attempt and never resolves it.
@@ -14,63 +15,29 @@ Python 3.6+ and any pytest from 4.6 on; standard library only.
 """
 
 import contextlib
+import importlib.util
 import os
 import sys
-import types
 
 import pytest
 
-WATCHED = ("pytest", "_pytest", "pluggy", "unittest")
+
+def _load_sibling(name):
+    """A module of this directory (never on sys.path, where the workspace could shadow it)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    spec = importlib.util.spec_from_file_location(
+        "swebounty_" + name, os.path.join(here, name + ".py")
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+genuine = _load_sibling("genuine")
+machinery = _load_sibling("machinery")
+
 _MAX_PROBLEMS = 50
-
-
-def _watched(name):
-    return name.split(".", 1)[0] in WATCHED and not name.startswith("unittest.mock")
-
-
-def _code_id(obj):
-    """What identifies a callable's behaviour: the object, and its code if it has some."""
-    func = getattr(obj, "__func__", obj)
-    code = getattr(func, "__code__", None)
-    return (id(obj), id(func), id(code) if code is not None else None)
-
-
-def _describe(obj):
-    """name -> identity of every function, class and class member a module holds."""
-    found = {}
-    for name, value in list(vars(obj).items()):
-        if isinstance(value, (types.FunctionType, types.BuiltinFunctionType)):
-            found[name] = _code_id(value)
-        elif isinstance(value, type) and getattr(value, "__module__", None) == obj.__name__:
-            found[name] = (id(value),)
-            for attr, member in list(vars(value).items()):
-                if isinstance(member, property):
-                    found[name + "." + attr] = (_code_id(member.fget), _code_id(member.fset))
-                elif isinstance(member, (types.FunctionType, staticmethod, classmethod)):
-                    found[name + "." + attr] = _code_id(member)
-    return found
-
-
-def _member_file(module, key):
-    """The code file name of `module.key` (or `module.Class.attr`) as it is now."""
-    head, _, attr = key.partition(".")
-    value = getattr(module, head, None)
-    if attr:
-        value = vars(value).get(attr) if isinstance(value, type) else None
-    if isinstance(value, property):
-        value = value.fget
-    return _code_file(value) if value is not None else None
-
-
-def _code_file(func):
-    """The file name a callable's code was compiled from (not resolved: Guard._real)."""
-    # Never through __wrapped__: anyone can set it to point at a trusted function.
-    func = getattr(func, "__func__", func)
-    code = getattr(func, "__code__", None)
-    if code is None:
-        call = vars(type(func)).get("__call__")
-        code = getattr(call, "__code__", None)
-    return code.co_filename if code is not None else None
+_watched, _describe, _member = machinery.watched, machinery.describe, machinery.member
 
 
 class Guard:
@@ -89,6 +56,16 @@ class Guard:
         self.own_dirs = [os.path.join(os.path.realpath(d), "") for d in config.get("own_dirs", [])]
         self.junit = config["junit"]
         self.restored = restored
+        workspace = config["workspace"]
+        infra = (config.get("infra") or {}).get("files") or {}
+        self.genuine = genuine.Genuine(
+            {os.path.realpath(os.path.join(workspace, rel)): data for rel, data in infra.items()}
+        )
+        # As written, too: a directory swapped for a link later moves what _real resolves to.
+        self.untrusted_names = {os.path.abspath(p) for p in config.get("untrusted_files", [])}
+        self.rewrite_hook = None  # pytest's assertion rewriting import hook (its class)
+        self.entry_points = None  # the plugins entry points loaded, before any conftest.py
+        self._classes = {}  # id -> (class, whether its code is genuine), during one check
         self.notes = []  # facts for the log, not problems
         self.problems = []
         self.records = {}
@@ -131,10 +108,30 @@ class Guard:
         for name, module in list(sys.modules.items()):
             if module is not None and _watched(name):
                 self.modules[name] = module
-                self.snapshots[name] = _describe(module)
+                self.snapshots[name] = _describe(module, self.genuine)
                 path = getattr(module, "__file__", None)
                 if path and not self._machinery_origin(path):
                     self._problem("module %s was imported from %s" % (name, path))
+                self.genuine.remember_module(module, self._real(path) if path else None)
+        self.genuine.remember_class(Guard)  # this plugin's own hooks
+        # The import machinery as it is before the workspace's code runs: its finders and
+        # loaders (frozen, no file of their own) are the interpreter's.
+        for module in (
+            sys.modules.get("_frozen_importlib"),
+            sys.modules.get("_frozen_importlib_external"),
+        ):
+            for value in list(vars(module).values()) if module is not None else ():
+                if isinstance(value, type):
+                    self.genuine.remember_class(value)
+        for finder in sys.meta_path:
+            for klass in type(finder).__mro__:
+                self.genuine.remember_class(klass)
+        with contextlib.suppress(Exception):
+            from _pytest.assertion.rewrite import AssertionRewritingHook
+
+            self.rewrite_hook = AssertionRewritingHook
+            for klass in AssertionRewritingHook.__mro__:  # importlib.abc's classes among them
+                self.genuine.remember_class(klass)
         self.report_types = (TestReport, CollectReport)
 
     def _problem(self, text):
@@ -146,6 +143,14 @@ class Guard:
     @pytest.hookimpl(tryfirst=True)
     def pytest_configure(self, config):
         self.config = config
+        self.genuine.config = config
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_load_initial_conftests(self, early_config):
+        # Entry points are loaded by now, and no conftest.py yet: later code cannot pass its
+        # plugin off as one by adding it to the list.
+        with contextlib.suppress(Exception):
+            self.entry_points = [p for p, _ in early_config.pluginmanager.list_plugin_distinfo()]
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session):
@@ -196,6 +201,11 @@ class Guard:
         return real
 
     def _verify(self):
+        plugins = []
+        with contextlib.suppress(Exception):
+            plugins = list(self.config.pluginmanager.get_plugins())
+        self.genuine.set_modules(list(sys.modules.values()) + plugins)
+        self._classes = {}
         for name, module in self.modules.items():
             now = sys.modules.get(name)
             if now is not None and now is not module:
@@ -204,9 +214,10 @@ class Guard:
                 continue
             before, after = self.snapshots[name], _describe(module)
             changed = [k for k in before if after.get(k) != before[k]]
+            changed += [k for k in after if k not in before]  # a class member can shadow
             # pytest patches itself (legacypath): a change is only suspect when the new code
-            # is not from the environment or the base's files.
-            bad = sorted(k for k in changed if not self._trusted(_member_file(module, k)))
+            # is not genuinely from the environment or the base's files.
+            bad = sorted(k for k in changed if not self._member_ok(module, k))
             if bad:
                 shown = ", ".join(name + "." + k for k in bad[:5])
                 self._problem("pytest's reporting machinery was changed: " + shown)
@@ -226,8 +237,34 @@ class Guard:
         real = self._real(path)
         return any(real.startswith(d) for d in self.trusted_dirs)
 
-    def _untrusted(self, path):
-        return path is not None and not self._trusted(path)
+    def _member_ok(self, module, key):
+        value = _member(module, key)
+        if isinstance(value, property):
+            return all(f is None or self._code_ok(f) for f in (value.fget, value.fset, value.fdel))
+        if isinstance(value, type) and key not in self.snapshots[module.__name__]:
+            return True  # a new class: its members are new keys, judged one by one
+        return value is not None and self._code_ok(value)
+
+    def _code_ok(self, obj):
+        """Whether calling `obj` runs code genuinely from the environment or a base file."""
+        func = genuine.function_of(obj)
+        if func is None:
+            return False
+        if self.genuine.is_known(func):
+            return True
+        path = func.__code__.co_filename
+        if os.path.abspath(path) in self.untrusted_names or not self._trusted(path):
+            return False
+        return self.genuine.check(func, self._real(path), self._real)
+
+    def _class_ok(self, klass):
+        """Whether every method of `klass` (and its bases) is genuine: an import hook's."""
+        seen = self._classes.get(id(klass))
+        if seen is None:
+            methods = [f for k in klass.__mro__ for f in list(vars(k).values())]
+            ok = all(self._code_ok(f) for f in methods if genuine.has_code(f))
+            seen = self._classes[id(klass)] = (klass, ok)
+        return seen[1]
 
     def _trusted(self, path):
         """Code from the environment (read-only) or from a base file of the workspace; for a
@@ -249,20 +286,24 @@ class Guard:
         entry_points = set()
         if self.trust_entry_points:
             try:
-                entry_points = {id(plugin) for plugin, _ in manager.list_plugin_distinfo()}
+                found = self.entry_points
+                if found is None:
+                    found = [plugin for plugin, _ in manager.list_plugin_distinfo()]
+                entry_points = {id(plugin) for plugin in found}
             except Exception:
                 entry_points = set()
         for name, caller in list(vars(manager.hook).items()):
             try:
                 impls = caller.get_hookimpls()
             except AttributeError:
-                continue
+                # pluggy before 0.8 (pytest 3.x) keeps them in two lists of its own
+                impls = getattr(caller, "_nonwrappers", []) + getattr(caller, "_wrappers", [])
             for impl in impls:
                 if id(impl.plugin) in entry_points:
                     continue
-                path = _code_file(impl.function)
-                if not self._trusted(path):
-                    where = self._real(path) if path else repr(impl.function)
+                if not self._code_ok(impl.function):
+                    func = genuine.function_of(impl.function)
+                    where = self._real(func.__code__.co_filename) if func else repr(impl.function)
                     self._problem(
                         "hook %s is implemented by %s, which the submission changed" % (name, where)
                     )
@@ -270,25 +311,23 @@ class Guard:
     def _check_tracers(self):
         for what, tracer in (("trace", sys.gettrace()), ("profile", sys.getprofile())):
             # A tracer written in C (coverage's) has no code file: only Python ones are judged.
-            if tracer is not None and self._untrusted(_code_file(tracer)):
+            func = genuine.function_of(tracer) if tracer is not None else None
+            if func is not None and not self._code_ok(func):
                 self._problem("a %s function from a file the submission changed" % what)
 
     def _check_import_hooks(self):
-        rewrite = [
-            i for i, f in enumerate(sys.meta_path) if type(f).__module__.startswith("_pytest")
-        ]
+        rewrite = [i for i, f in enumerate(sys.meta_path) if type(f) is self.rewrite_hook]
         first = rewrite[0] if rewrite else len(sys.meta_path)
         for finder in sys.meta_path[:first]:
-            path = getattr(sys.modules.get(type(finder).__module__), "__file__", None)
-            if self._untrusted(path):
+            if not self._class_ok(type(finder)):
+                path = getattr(sys.modules.get(type(finder).__module__), "__file__", None)
                 self._problem("an import hook from %s comes before pytest's" % path)
         if self.session is None:
             return
         for item in getattr(self.session, "items", []):
             module = getattr(item, "module", None)
             loader = getattr(getattr(module, "__spec__", None), "loader", None)
-            path = getattr(sys.modules.get(type(loader).__module__), "__file__", None)
-            if self._untrusted(path):
+            if loader is not None and not self._class_ok(type(loader)):
                 self._problem(
                     "test module %s was loaded by code the submission changed"
                     % getattr(module, "__name__", "?")

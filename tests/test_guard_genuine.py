@@ -1,0 +1,134 @@
+"""The guard believes code's file only when the code is that file's (pytest_guard/genuine.py).
+
+Honest base infrastructure (two conftest.py files of the same module name, hooks with asserts
+pytest rewrites, a conftest that adds a method to a pytest class) raises nothing; code the
+submission compiled under the name of a base conftest.py does, even when it also rewrites that
+file on disk to match.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from swebounty.pytest_guard import GuardResult, new_key, read_channel, runner_argv, write_config
+from swebounty.sandbox import Policy, UnsafeSandbox
+from swebounty.testing import pytest_command
+from test_pytest_guard import _base_prefix, _venv
+
+ROOT_CONFTEST = """\
+import _pytest.python
+
+
+def pytest_collection_modifyitems(items):
+    assert items, "something to run"
+    items.sort(key=lambda item: item.name)
+
+
+def _where(self):
+    return self.nodeid
+
+
+_pytest.python.Function.swebounty_where = _where
+"""
+
+TESTS_CONFTEST = """\
+import pytest
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    assert item.swebounty_where() == item.nodeid
+
+
+@pytest.fixture
+def one():
+    return 1
+"""
+
+TESTS = """\
+from pkg import f
+
+
+def test_ok(one):
+    assert f() == one
+
+
+def test_bad():
+    assert f() == 2
+"""
+
+# Registers a hook compiled under the name of tests/conftest.py, then makes the file on disk
+# hold that source, so a check that reads the disk would find the code it expects.
+FORGE = """
+import gc, os
+_conftest = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "conftest.py")
+_src = '''import pytest
+class Forcer:
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        outcome = yield
+        outcome.get_result().outcome = "passed"
+'''
+_ns = {}
+exec(compile(_src, _conftest, "exec"), _ns)
+for _o in gc.get_objects():
+    if type(_o).__name__ == "Config" and hasattr(_o, "pluginmanager"):
+        _o.pluginmanager.register(_ns["Forcer"](), "forcer")
+        break
+open(_conftest, "w").write(_src)
+"""
+
+
+def _run(tmp: Path, forge: bool, venv: Path) -> GuardResult | None:
+    ws = tmp / "ws"
+    (ws / "pkg").mkdir(parents=True)
+    (ws / "tests").mkdir()
+    (ws / "pkg" / "__init__.py").write_text("def f():\n    return 1\n" + (FORGE if forge else ""))
+    infra = {"conftest.py": ROOT_CONFTEST, "tests/conftest.py": TESTS_CONFTEST}
+    for rel, text in infra.items():
+        (ws / rel).write_text(text)
+    (ws / "tests" / "test_x.py").write_text(TESTS)
+    junit = tmp / "junit.xml"
+    config = {
+        "workspace": str(ws),
+        "infra": {"files": {k: v.encode().hex() for k, v in infra.items()}, "names": [],
+                  "suffixes": []},
+        "untrusted_files": [str(ws / "pkg" / "__init__.py")],
+        "trusted_dirs": [str(venv), _base_prefix(venv)], "junit": str(junit),
+        "args": pytest_command([], ["tests/test_x.py"], junit), "setup": None,
+    }  # fmt: skip
+    write_config(tmp / "config.json", config)
+    key = new_key()
+    policy = Policy(timeout_s=120, env={"PYTHONPATH": str(ws), "PATH": "/usr/bin:/bin"})
+    python = str(venv / "bin" / "python")
+    run = UnsafeSandbox().run(runner_argv(python, tmp / "config.json"), workdir=ws,
+                              mounts=[], policy=policy, stdin=key, result_channel=True)  # fmt: skip
+    return read_channel(run.channel, key)
+
+
+KINDS = ["current", pytest.param("old", marks=pytest.mark.network)]  # pytest 8 and 3.6
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_honest_conftest_hooks_and_patches_raise_nothing(tmp_path: Path, kind: str) -> None:
+    # The asserts in the hooks: their code matches the file only as pytest rewrote it.
+    run = _run(tmp_path, False, _venv(tmp_path, kind))
+    assert run is not None and run.problems == []
+    assert run.statuses == {"tests/test_x.py::test_ok": "passed",
+                            "tests/test_x.py::test_bad": "failed"}  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_code_compiled_under_a_base_conftest_name_is_not_that_conftest(
+    tmp_path: Path, kind: str
+) -> None:
+    run = _run(tmp_path, True, _venv(tmp_path, kind))
+    assert run is not None
+    # The forged hook is named; the honest ones are still the file's (the bytes the harness
+    # sent, not the disk the forger rewrote).
+    conftest = (tmp_path / "ws" / "tests" / "conftest.py").resolve()
+    assert run.problems == [
+        f"hook pytest_runtest_makereport is implemented by {conftest}, which the submission changed"
+    ]
