@@ -12,6 +12,7 @@ Callers need `EnvManager` (and the data it returns); the modules, one noun each,
     failures      why a build step failed: its class, the package at fault, in words
     steps         the uv commands of a build, isolated from ambient configuration
     resolve       resolution: a spec's dependencies to a lock at the cutoff, and its exceptions
+    companions    which of the month's releases import the project (taken from that month)
     buildcopy     the copy of the workspace a build works on, made buildable
     environment   one shared environment on disk: a venv installed from a lock
     build         building one spec: interpreters and plans tried in order, recorded

@@ -62,8 +62,9 @@ SCHEMA = 1  # bump when the layout or the build recipe changes: old keys then mi
 # 6: before 2019, setuptools/wheel may reach 40.8.0/0.32 in build environments (steps._cutoff_args);
 # 7: exceptions to the date rule in locks, plans walked after build failures, egg_info tags;
 # 8: tools of a newer interpreter's first year;
-# 9: compiled files the repository commits (test fixtures) no longer force a per-task install.
-PROJECT_RECIPE = 9
+# 9: compiled files the repository commits (test fixtures) no longer force a per-task install;
+# 10: of the month's releases of direct dependencies, only the project's companions.
+PROJECT_RECIPE = 10
 
 
 def remembered(failure: dict[str, Any]) -> EnvBuildError:

@@ -26,13 +26,13 @@ def release_uploads(
 ) -> list[tuple[Version, datetime]] | None:
     """Every version of `name` with a file still on the index, with the time its first file was
     uploaded, oldest first (yanked ones included). None when the index cannot be read."""
-    files = _index_files(name, index)
+    files = index_files(name, index)
     if files is None:
         return None
     first: dict[Version, datetime] = {}
     for f in files:
         stamp = f.get("upload-time")
-        version = _version_of(name, f.get("filename", ""))
+        version = version_of(name, f.get("filename", ""))
         if not stamp or version is None:
             continue
         uploaded = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
@@ -41,7 +41,7 @@ def release_uploads(
     return sorted(first.items(), key=lambda item: item[1])
 
 
-def _index_files(name: str, index: str) -> list[dict[str, Any]] | None:
+def index_files(name: str, index: str) -> list[dict[str, Any]] | None:
     """The files of `name`'s page on a PEP 691 (JSON) simple index; None if it cannot be read."""
     import httpx  # only on these rare paths: importing it costs ~0.1 s of every warm start
 
@@ -66,13 +66,13 @@ def _index_files(name: str, index: str) -> list[dict[str, Any]] | None:
 
 def sdist_size(name: str, version: str, index: str = "https://pypi.org/simple") -> int | None:
     """Bytes of the source distribution of `name` `version` on the index; None if unknown."""
-    files = _index_files(name, index)
+    files = index_files(name, index)
     if files is None:
         return None
     for f in files:
         filename = f.get("filename", "")
         if filename.endswith((".tar.gz", ".zip", ".tar.bz2")) and str(
-            _version_of(name, filename)
+            version_of(name, filename)
         ) == str(Version(version)):
             size = f.get("size")
             return size if isinstance(size, int) else None
@@ -107,7 +107,7 @@ def first_release_after(
     return str(version), uploaded
 
 
-def _version_of(name: str, filename: str) -> Version | None:
+def version_of(name: str, filename: str) -> Version | None:
     stem = re.sub(r"(\.tar\.gz|\.zip|\.tar\.bz2|\.whl|\.egg|\.exe|\.msi)$", "", filename)
     prefix = re.compile(re.escape(canonicalize_name(name)).replace("\\-", "[-_.]") + "-", re.I)
     m = prefix.match(stem)

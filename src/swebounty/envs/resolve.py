@@ -23,6 +23,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
+from swebounty.envs.companions import import_roots, is_companion
 from swebounty.envs.failures import StepFailed
 from swebounty.envs.interpreters import Interpreter, first_release
 from swebounty.envs.models import BASE_PACKAGES, DepSet, ResolvedSpec
@@ -117,11 +118,10 @@ def resolve_lock(
                         break  # a later cutoff or the next, smaller plan may resolve
                     raise
                 if cutoff is not None and cutoff != spec.cutoff:
-                    exact = month_releases(uvr, interp, req, spec, out, allow, tools, tmp)
-                    if exact is not None:
-                        out, newer = exact
-                        cutoff = spec.cutoff
-                        notes.append(f"exact cutoff: {newer} released since {cutoffs[0]:%b %d}")
+                    month = month_releases(uvr, interp, req, spec, out, allow, tools, tmp)
+                    if month is not None:
+                        out, cutoff, allow = month.lock, month.cutoff, month.allow
+                        notes.append(month.note)
                 label = plan.label + "".join(f" + {n}" for n in notes)
                 if tools_cutoff is not None:
                     label += f" + tools as of Python {interp.minor_str} ({tools_cutoff.date()})"
@@ -133,6 +133,13 @@ def resolve_lock(
     raise last
 
 
+class MonthRelease(NamedTuple):
+    lock: str
+    cutoff: datetime | None  # the shared cutoff, or the exact one
+    allow: dict[str, datetime]  # with the companions' own cutoff
+    note: str
+
+
 def month_releases(
     uvr: Uv,
     interp: Interpreter,
@@ -142,14 +149,19 @@ def month_releases(
     allow: dict[str, datetime],
     tools: tuple[dict[str, datetime], list[str], datetime | None],
     tmp: Path,
-) -> tuple[str, str] | None:
-    """(the lock at the exact cutoff, the packages that differ) when a *direct* dependency of
-    the project or its tests has a newer release at the exact cutoff than at the shared one;
-    None when sharing loses nothing the project asked for by name.
+) -> MonthRelease | None:
+    """What the commit's own month must bring in, when a *direct* dependency of the project or
+    its tests has a newer release at the exact cutoff than at the shared one; None when sharing
+    loses nothing the project needs.
 
-    Packages released together are written against each other: sphinx of late May 2021 needs
-    sphinxcontrib-serializinghtml 1.1.5 of May 23; the shared cutoff (May 1st) gave 1.1.4,
-    which imports what that sphinx removed, and 10 tests erred."""
+    Of those releases only the project's companions (companions.py: they import the project)
+    are taken, each up to the exact cutoff, the rest of the lock staying at the shared one:
+    sphinx of late May 2021 needs sphinxcontrib-serializinghtml 1.1.5 of May 23 (1.1.4 imports
+    what that sphinx removed: 10 tests erred), not Jinja2 3.0.1 of May 18 (which broke a test
+    through typing's cache). When the index cannot tell, the whole lock is taken at the exact
+    cutoff."""
+    exact_cutoff, shared = spec.cutoff, spec.share_cutoff
+    assert exact_cutoff is not None and shared is not None
     try:
         exact = uvr.compile(
             interp.executable,
@@ -165,7 +177,7 @@ def month_releases(
         return None  # the shared lock stands
     before = dict(pin.split("==", 1) for pin in shared_out.split() if "==" in pin)
     project = canonicalize_name(spec.project_name) if spec.project_name else None
-    newer: list[str] = []
+    newer: dict[str, str] = {}
     plain: list[str] = []
     for line in exact.splitlines():
         pin, _, via = line.partition("# via ")
@@ -178,10 +190,40 @@ def month_releases(
         direct = any(v.startswith("-r ") or canonicalize_name(v) == project for v in asked)
         ours = canonicalize_name(name) in BASE_PACKAGES  # the harness's tools, not the project's
         if direct and not ours and before.get(name) != version:
-            newer.append(f"{name} {version}")
+            newer[name] = version
     if not newer:
         return None
-    return "\n".join(plain) + "\n", ", ".join(newer)
+    shown = ", ".join(f"{n} {v}" for n, v in newer.items())
+    since = f"{shared:%b %d}"
+    note = f"exact cutoff: {shown} released since {since}"
+    whole = MonthRelease("\n".join(plain) + "\n", exact_cutoff, allow, note)
+    if uvr.offline:
+        return whole
+    roots = import_roots(tmp / "project")
+    found = {n: is_companion(n, v, roots) for n, v in newer.items()}
+    if None in found.values():
+        return whole  # the index could not tell: the month's releases, as they were
+    companions = sorted(n for n, yes in found.items() if yes)
+    if not companions:
+        return None  # nothing the month released was written against the project
+    wider = dict(allow)
+    wider.update((str(canonicalize_name(n)), exact_cutoff) for n in companions)
+    try:
+        lock = uvr.compile(
+            interp.executable,
+            req,
+            shared,
+            cwd=tmp,
+            allow=wider,
+            tools_cutoff=tools[2],
+            constraints=tools[1],
+        )
+    except StepFailed:
+        return whole
+    taken = ", ".join(f"{n} {newer[n]}" for n in companions)
+    left = ", ".join(f"{n} {v}" for n, v in newer.items() if n not in companions)
+    note = f"companions of the project released since {since}: {taken}"
+    return MonthRelease(lock, shared, wider, note + (f" (not {left})" if left else ""))
 
 
 def tools_for(
