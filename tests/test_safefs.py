@@ -61,6 +61,26 @@ def test_remove_tree_renames_nothing_above_the_held_depth(
     assert len(os.listdir("/proc/self/fd")) == fds
 
 
+def test_remove_tree_removes_an_empty_directory_it_may_not_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As an ordinary user, a directory its owner made unreadable cannot be opened: if it is
+    empty it goes all the same (root opens anything, so the refusal is played here)."""
+    top = tmp_path / "top"
+    (top / "a" / "locked").mkdir(parents=True)
+    (top / "a" / "f.txt").write_text("")
+    real = safefs._open_emptied
+
+    def refusing(parent_fd: int, name: str) -> tuple[int, list[str]]:
+        if name == "locked":
+            raise PermissionError(13, "Permission denied", name)
+        return real(parent_fd, name)
+
+    monkeypatch.setattr(safefs, "_open_emptied", refusing)
+    assert safefs.remove_tree(top) is None
+    assert not top.exists()
+
+
 def test_remove_tree_never_follows_links(tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     (outside / "sub").mkdir(parents=True)

@@ -293,7 +293,10 @@ def _remove_tree_at(parent_fd: int, name: str) -> None:
                 _flatten_tree_at(fd, subdirs.pop())
             else:
                 sub = subdirs.pop()
-                frames.append((sub, *_open_emptied(fd, sub)))
+                try:
+                    frames.append((sub, *_open_emptied(fd, sub)))
+                except PermissionError:  # as an ordinary user: an unreadable directory
+                    os.rmdir(sub, dir_fd=fd)  # goes if empty (it cannot be emptied anyway)
     finally:
         for _, fd, _ in frames:
             os.close(fd)
