@@ -20,6 +20,7 @@ from datetime import datetime
 from pathlib import Path
 
 from swebounty.envs.releases import tag_release
+from swebounty.repos import isolated_git_env
 
 log = logging.getLogger(__name__)
 
@@ -28,17 +29,36 @@ _EGG_INFO_TAGS = ("tag_build", "tag_date", "tag_svn_revision")
 
 def copy_project(workspace: Path, dest: Path) -> None:
     """A copy of the workspace to build from, so building never writes into it (egg-info,
-    build/). A local clone keeps .git, for setuptools_scm-style versions."""
+    build/). A local clone keeps .git, for setuptools_scm-style versions.
+
+    No `--local`: given explicitly, git dies when it cannot hardlink the objects instead of
+    copying them, and a workspace in memory (/dev/shm) is on another filesystem than the
+    build's temporary directory: every clone failed, the copy had no .git, and no
+    tag-versioned project built (all 17 pytest tasks of SWE-bench: "setuptools-scm was
+    unable to detect version")."""
     if (workspace / ".git").exists():
         proc = subprocess.run(
-            ["git", "clone", "--quiet", "--local", str(workspace), str(dest)],
+            ["git", "clone", "--quiet", str(workspace), str(dest)],
             capture_output=True,
             text=True,
         )
         if proc.returncode == 0:
             return
-        log.debug("git clone of %s failed (%s); copying files", workspace, proc.stderr.strip())
+        log.warning("git clone of %s failed (%s); copying files", workspace, proc.stderr.strip())
+        shutil.rmtree(dest, ignore_errors=True)
     shutil.copytree(workspace, dest, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+
+
+def commit_copy(project: Path) -> bool:
+    """Make a copy without .git a one-commit repository, so that it can be tagged: a version
+    computed from git tags needs a repository to compute it from. False if git fails."""
+    env = isolated_git_env()
+    for argv in (["init", "-q"], ["add", "-A"], ["commit", "-q", "--no-verify", "-m", "base"]):
+        proc = subprocess.run(["git", *argv], cwd=project, env=env, capture_output=True)
+        if proc.returncode:
+            log.warning("git %s in the build copy failed: %s", argv[0], proc.stderr.decode())
+            return False
+    return True
 
 
 def drop_egg_info_tags(project: Path) -> list[str]:
@@ -78,6 +98,8 @@ def prepare(
     """Make the build copy of `workspace` at `dest`; say in `why` what was changed. Returns
     the variables that make a per-task install see the same version (see tag_release)."""
     copy_project(workspace, dest)
+    if vcs_tag_prefix is not None and not (dest / ".git").exists() and commit_copy(dest):
+        why.append("build copy: made a git repository, to be tagged")
     dropped = drop_egg_info_tags(dest)
     if dropped:
         why.append(f"build copy: dropped setup.cfg [egg_info] {'; '.join(dropped)}")
