@@ -132,3 +132,33 @@ def test_code_compiled_under_a_base_conftest_name_is_not_that_conftest(
     assert run.problems == [
         f"hook pytest_runtest_makereport is implemented by {conftest}, which the submission changed"
     ]
+
+
+def test_a_lazy_module_is_read_without_running_its_class(tmp_path: Path) -> None:
+    # py's apipkg gives its modules a __dict__ property that imports every lazy submodule:
+    # the guard's end-of-session check read it through vars() (0.08 s of seaborn's run, and
+    # code run while checking). The module's own namespace is read instead.
+    import os
+    import types
+
+    from swebounty.pytest_guard import genuine
+
+    touched: list[str] = []
+
+    class Lazy(types.ModuleType):
+        @property  # type: ignore[misc]
+        def __dict__(self) -> dict[str, object]:  # type: ignore[override]
+            touched.append(self.__name__)
+            return {}
+
+    src = tmp_path / "lazy.py"
+    src.write_text("def f():\n    return 1\n")
+    module = Lazy("lazy")
+    module.__file__ = str(src)
+    exec(compile(src.read_text(), str(src), "exec", dont_inherit=True), genuine.namespace(module))
+    known = genuine.Genuine()
+    known.set_modules([module, object()])
+    real = os.path.realpath(src)
+    assert known.check(module.f, real, os.path.realpath)
+    assert genuine.namespace(object()) is None
+    assert touched == []

@@ -21,6 +21,19 @@ Python 3.6+, standard library only; no code of the workspace runs while it check
 import sys
 import types
 
+# A module's own namespace, read through ModuleType's slot: a module class may define a
+# `__dict__` property (py's apipkg does, and imports every lazy submodule in it: 0.08 s of
+# seaborn's session end); reading it that way runs no code of the module's class.
+_MODULE_DICT = types.ModuleType.__dict__["__dict__"]
+
+
+def namespace(module):
+    """The globals of a module's functions, without running code of its class; None for
+    anything whose type is not a module type."""
+    if not issubclass(type(module), types.ModuleType):
+        return None
+    return _MODULE_DICT.__get__(module, type(module))
+
 
 def function_of(obj):
     """The Python function that runs when `obj` is called (or is the member), or None for
@@ -54,12 +67,13 @@ class Genuine:
 
     def remember_module(self, module, real):
         if real:
-            self.homes.setdefault(real, vars(module))
+            self.homes.setdefault(real, namespace(module))
 
     def set_modules(self, modules):
         """The modules code may run from now: sys.modules and pytest's plugin modules (a
         conftest.py leaves sys.modules when pytest imports the next one of the same name)."""
-        self.modules = {id(vars(m)): m for m in modules if isinstance(m, types.ModuleType)}
+        found = ((namespace(m), m) for m in modules)
+        self.modules = {id(ns): m for ns, m in found if ns is not None}
 
     def remember(self, func):
         if isinstance(func, types.FunctionType):
@@ -104,7 +118,7 @@ class Genuine:
         if home is not None:
             return globals_ is home
         module = self.modules.get(id(globals_))
-        if module is None or vars(module) is not globals_:
+        if module is None or namespace(module) is not globals_:
             return False
         path = getattr(module, "__file__", None)
         return bool(path) and realpath(path) == real
