@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from overhead_real import (  # the same tasks and options (bench/ is on sys.path)
+from benchkit import (  # the same tasks and options (bench/ is on sys.path)
     DEFAULT_TASKS,
     task_args,
 )

@@ -35,21 +35,20 @@ import statistics
 import sys
 import time
 import uuid
-import xml.etree.ElementTree as ET
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from real_tasks_report import by_repo, show
+from real_tasks_verdicts import verdict_row
 from rich.console import Console
-from rich.table import Table
 
-from swebounty.baseline import DEFAULT_POLICY, POLICIES, status_under
+from swebounty.baseline import DEFAULT_POLICY, POLICIES
 from swebounty.envs import EnvBuildError, Environment
 from swebounty.envs.cache import dir_sizes, read_json
 from swebounty.evalcontext import EvalContext
-from swebounty.netfail import network_evidence, pytest_sections, section_name
 from swebounty.repos import RepoError, commit_date, ensure_mirror, find_mirror, make_workspace
 from swebounty.runs import evaluate_run
 from swebounty.store import Store
@@ -90,23 +89,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--json", type=Path, default=Path(__file__).parent / "results/real_tasks.json")
     return p.parse_args(argv)
-
-
-def gb(n: float | None) -> str:
-    return "-" if n is None else f"{n / 1e9:.2f} GB"
-
-
-def junit_seconds(path: Path) -> float | None:
-    """pytest's own time for the run (the top testsuite's `time`)."""
-    try:
-        root = ET.parse(path).getroot()
-    except (OSError, ET.ParseError):
-        return None
-    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
-    try:
-        return round(sum(float(s.get("time", "0")) for s in suites), 2)
-    except ValueError:
-        return None
 
 
 def context(args: argparse.Namespace, cache_dir: Path) -> EvalContext:
@@ -228,53 +210,6 @@ def eval_pass(
         on_verdict=progress,
     )
     return {v.instance_id: v for v in verdicts}
-
-
-def verdict_row(v: Verdict | None) -> dict[str, Any]:
-    if v is None:
-        return {"status": None}
-    f2p = [t for t in v.tests if t.expected == "FAIL_TO_PASS"]
-    p2p = [t for t in v.tests if t.expected == "PASS_TO_PASS"]
-    junit = Path(v.log_dir or "") / "junit.xml"
-    return {
-        "status": v.status,
-        "f2p_passed": sum(t.status == "passed" for t in f2p),
-        "f2p": len(f2p),
-        "p2p_passed": sum(t.status == "passed" for t in p2p),
-        "p2p": len(p2p),
-        "seconds": round(v.seconds or 0.0, 2),
-        "pytest_seconds": junit_seconds(junit),
-        "reason": v.reason if v.status != "resolved" else None,
-        "log_dir": v.log_dir,
-        "network": v.status == "unresolved" and needs_network(v),
-        # The status under the run's policy and each narrower one; the tests it excused.
-        "policies": {
-            p: status_under(v, p) for p in POLICIES[: POLICIES.index(v.base_failures) + 1]
-        },
-        "excused": [
-            {"test_id": e.test_id, "base_status": e.base_status, "network": e.network}
-            for e in v.excused_tests
-        ],
-    }
-
-
-def needs_network(v: Verdict) -> bool:
-    """Every expected test that did not pass failed reaching the network (its message or its
-    section of the output says so): the miss is the sandbox's lack of one, not the patch's."""
-    missed = [t for t in v.tests if t.status != "passed"]
-    if not missed:
-        return False
-    try:
-        output = (Path(v.log_dir or "") / "test_output.txt").read_text(errors="replace")
-    except OSError:
-        output = ""
-    sections = pytest_sections(output)
-    for t in missed:
-        if not network_evidence(
-            (t.message or "") + "\n" + sections.get(section_name(t.test_id), "")
-        ):
-            return False
-    return True
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -432,140 +367,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.cold:
         console.print(f"the cold cache {cache_dir} is kept; remove it with rm -r when done")
     return 0 if totals["gold_resolved"] == len(tasks) and totals["empty_resolved"] == 0 else 1
-
-
-def failure_class(row: dict[str, Any]) -> str | None:
-    """What kept gold from resolving, in a few words: the environment's failure class, or the
-    verdict's status."""
-    error = row["build_error"]
-    if error:
-        first = error.splitlines()[0]
-        return first.rsplit("(", 1)[-1].rstrip(").") if first.endswith(").") else "environment"
-    status = row["gold"]["status"]
-    if status == "unresolved" and row["gold"].get("network"):
-        return "network"
-    return None if status == "resolved" else status
-
-
-def by_repo(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per repository: tasks, gold and empty resolved, environments, and why gold missed."""
-    table: dict[str, dict[str, Any]] = {}
-    for r in rows:
-        entry = table.setdefault(
-            r["repo"],
-            {
-                "tasks": 0,
-                "gold": 0,
-                "gold_strict": 0,
-                "empty": 0,
-                "envs": set(),
-                "misses": Counter[str](),
-            },
-        )
-        entry["tasks"] += 1
-        entry["gold"] += r["gold"]["status"] == "resolved"
-        entry["gold_strict"] += r["gold"].get("policies", {}).get("strict") == "resolved"
-        entry["empty"] += r["empty"]["status"] == "resolved"
-        if r["env_key"]:
-            entry["envs"].add(r["env_key"])
-        why = failure_class(r)
-        if why:
-            entry["misses"][why] += 1
-    return {
-        repo: {**e, "envs": len(e["envs"]), "misses": dict(e["misses"])}
-        for repo, e in sorted(table.items())
-    }
-
-
-def show(rows: list[dict[str, Any]], totals: dict[str, Any], args: argparse.Namespace) -> None:
-    table = Table(title=f"real tasks: {args.dataset.name}", show_lines=False)
-    cols = ["task", "env (tasks)", "python", "resolved at", "build s", "reuse s", "ws s"]
-    for col in [*cols, "gold", "test s", "empty"]:
-        table.add_column(col, no_wrap=True, justify="right" if col.endswith(" s") else "left")
-    for r in rows:
-        g, e = r["gold"], r["empty"]
-        gold = g["status"] or "-"
-        if g["status"] and g["status"] != "resolved":
-            gold = f"[red]{gold}[/] {g['f2p_passed']}/{g['f2p']} {g['p2p_passed']}/{g['p2p']}"
-        empty = e["status"] or "-"
-        if e["status"] == "resolved":
-            empty = f"[red]{empty}[/]"
-        table.add_row(
-            r["instance_id"],
-            f"{r['env_key'] or 'failed'} ({r['env_shared_by']})",
-            r["interpreter"] or "-",
-            (r["cutoff"] or "-")[:10],
-            f"{r['build_seconds']:.1f}",
-            f"{r['reuse_seconds']:.2f}",
-            f"{r['workspace_seconds']:.2f}",
-            gold,
-            "-" if g["pytest_seconds"] is None else f"{g['pytest_seconds']:.1f}",
-            empty,
-        )
-    out.print(table)
-    for r in rows:
-        for kind in ("gold", "empty"):
-            v = r[kind]
-            wrong = v["status"] != ("resolved" if kind == "gold" else "unresolved")
-            if wrong and v["reason"]:
-                out.print(f"{r['instance_id']} {kind} {v['status']}: {v['reason'][:300]}")
-    t = totals
-    n = t["evaluated"]
-    repos = Table(title=f"per repository (gold: strict / --base-failures {args.base_failures})")
-    for col in ("repository", "tasks", "gold resolved", "empty resolved", "environments", "misses"):
-        repos.add_column(col)
-    for repo, e in t["by_repo"].items():
-        misses = ", ".join(f"{k} {v}" for k, v in sorted(e["misses"].items())) or "-"
-        repos.add_row(
-            repo,
-            str(e["tasks"]),
-            f"{e['gold_strict']} / {e['gold']}",
-            str(e["empty"]),
-            str(e["envs"]),
-            misses,
-        )
-    out.print(repos)
-    policies = " / ".join(f"{p} {k}" for p, k in t["gold_resolved_by_policy"].items())
-    empties = " / ".join(f"{p} {k}" for p, k in t["empty_resolved_by_policy"].items())
-    out.print(f"gold resolved by --base-failures policy: {policies}; empty: {empties}")
-    out.print(
-        f"gold resolved {t['gold_resolved']}/{n}, empty resolved {t['empty_resolved']}/{n}"
-        f" ({len(t['unavailable'])} of {t['tasks']} tasks without a clone: "
-        f"{', '.join(t['unavailable']) or 'none'})"
-    )
-    kind = "cold (fresh env cache, warm uv cache)" if t["cold"] else "first use in this run"
-    out.print(
-        f"env build, {kind}: {t['build_wall_seconds']} s wall with {args.workers} workers; "
-        f"per task median {t['build_seconds_median']} s, max {t['build_seconds_max']} s"
-    )
-    out.print(
-        f"env reuse (warm, inference + cache lookup): median {t['reuse_seconds_median']} s, "
-        f"max {t['reuse_seconds_max']} s; fresh workspace (every attempt's own cost): median "
-        f"{t['workspace_seconds_median']} s, max {t['workspace_seconds_max']} s"
-    )
-    out.print(
-        f"environments ({'start-of-month cutoff first' if t['share'] else 'exact cutoffs'}): "
-        f"{t['environments']} for {n} tasks "
-        f"({t['tasks_sharing_an_env']} tasks share one with another task)"
-    )
-    out.print(
-        f"disk per env: median {gb(t['env_bytes_median'])} counting files hard-linked from "
-        f"uv's cache, {gb(t['env_own_bytes_median'])} its own; all together "
-        f"{gb(t['envs_bytes_together'])} ({gb(t['envs_own_bytes_together'])} own). "
-        f"A SWE-bench env image: ~{gb(t['swe_bench_env_image_bytes'])}"
-    )
-    out.print(
-        f"gold {t['gold_wall_seconds']} s, empty {t['empty_wall_seconds']} s; "
-        f"total {t['total_wall_seconds']} s"
-    )
-    out.print(
-        f"throughput: {t['worker_seconds_per_task_cold']} worker-seconds per task cold "
-        f"(environment built on first use), {t['worker_seconds_per_task_warm']} warm "
-        f"(environment cached), of which the evaluation itself {t['eval_seconds_per_task']} s; "
-        f"{t['environments_per_task']} distinct environments per task; disk per environment "
-        f"{gb(t['env_bytes_mean'])} mean ({gb(t['env_own_bytes_mean'])} not shared with uv's "
-        f"cache)"
-    )
 
 
 if __name__ == "__main__":

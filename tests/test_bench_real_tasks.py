@@ -1,4 +1,4 @@
-"""bench/real_tasks.py's attribution of a gold miss to the sandbox's lack of a network."""
+"""bench/real_tasks.py's (real_tasks_verdicts.py) attribution of a gold miss to the sandbox's lack of a network."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from types import ModuleType
 
 from swebounty.tasks import TestResult, Verdict
 
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "real_tasks.py"
+BENCH = Path(__file__).resolve().parents[1] / "bench" / "real_tasks_verdicts.py"
 
 OUTPUT = """\
 =================================== FAILURES ===================================
