@@ -889,3 +889,22 @@ def test_the_channel_and_stdin_work_without_a_sandbox_too(world: World) -> None:
     assert result.returncode == 0 and result.channel == b"hello"
     plain = sb.run([PYTHON, "-c", "pass"], workdir=world.ws, mounts=[], policy=Policy(timeout_s=30))
     assert plain.channel is None
+
+
+def test_the_launcher_imports_only_what_every_launch_needs() -> None:
+    # Every sandboxed run starts the launcher: json (and the re it pulls in) and typing each
+    # cost about as much CPU as the interpreter's own start.
+    import subprocess
+    import sys
+
+    from swebounty.sandbox._process import LAUNCHER, launch_spec
+
+    spec = {"argv": ["/bin/true"], "env": {}, "rlimits": {"CORE": 0}, "cgroups": []}
+    proc = subprocess.run(
+        [sys.executable, "-I", "-S", "-X", "importtime", str(LAUNCHER), launch_spec(spec)],
+        capture_output=True, text=True, env={}, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines()}
+    assert "marshal" in imported or "resource" in imported  # the report is there
+    assert not imported & {"json", "typing", "re", "ctypes"}

@@ -9,8 +9,8 @@ Output is read incrementally from both pipes with a selector and kept within
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
+import marshal
 import os
 import resource
 import selectors
@@ -146,6 +146,11 @@ def rlimits(policy: Policy) -> dict[str, int]:
     }
 
 
+def launch_spec(spec: dict[str, Any]) -> str:
+    """The launcher's argument: `spec` marshalled (read by the same interpreter) in hex."""
+    return marshal.dumps(spec).hex()
+
+
 def _kill_tree(proc: subprocess.Popen[bytes], cgroups: RunCgroups) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
@@ -189,7 +194,7 @@ def run_launch(launch: Launch, policy: Policy) -> RunResult:
     try:
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-I", "-S", str(LAUNCHER), json.dumps(spec)],
+                [sys.executable, "-I", "-S", str(LAUNCHER), launch_spec(spec)],
                 stdin=subprocess.DEVNULL if stdin_fd is None else stdin_fd,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
