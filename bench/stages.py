@@ -17,6 +17,7 @@ STAGES: list[tuple[str, str, str]] = [
     ("mirror and commit date", "swebounty.repos", "ensure_mirror"),
     ("mirror and commit date", "swebounty.repos", "commit_date"),
     ("workspace", "swebounty.repos", "make_workspace"),
+    ("workspace", "swebounty.pristine", "linked_workspace"),
     ("environment: spec", "swebounty.envs.manager", "EnvManager.spec_for"),
     ("environment: lookup", "swebounty.envs.manager", "EnvManager.ensure"),
     ("patch, reset, test patch", "swebounty.patches", "apply_patch"),

@@ -15,6 +15,7 @@ import pytest
 from agent_helpers import context, demo_in
 from swebounty import safefs, testrun, workdirs
 from swebounty.evalcontext import EvalContext
+from swebounty.pristine import PRISTINE_DIR
 from swebounty.repos import git, isolated_git_env, make_workspace
 from swebounty.sandbox import BwrapSandbox, Mount, Policy, UnsafeSandbox, bwrap_available
 from swebounty.workdirs import (
@@ -281,6 +282,12 @@ def test_an_evaluation_puts_its_workspace_in_memory_only_when_safe_and_cleans_it
         "make_workspace",
         lambda m, c, dest, **kw: made.append(dest) or real(m, c, dest, **kw),
     )
+    linked = testrun.linked_workspace  # in memory: links to a kept checkout (pristine.py)
+    monkeypatch.setattr(
+        testrun,
+        "linked_workspace",
+        lambda m, c, dest, **kw: made.append(dest) or linked(m, c, dest, **kw),
+    )
 
     def evaluate(n: int) -> EvalContext:
         task = demo.task(1)
@@ -290,7 +297,8 @@ def test_an_evaluation_puts_its_workspace_in_memory_only_when_safe_and_cleans_it
             assert all(o.status == "passed" for o in result.outcomes.values()), result.outcomes
             if ctx.memory_dir is not None:
                 left = [p.name for p in ctx.memory_dir.iterdir()]
-                assert left in ([], [workdirs.PACK_CACHE])  # the workspace is gone
+                # the workspace is gone; the pack and the checkout of its tree are kept
+                assert set(left) <= {workdirs.PACK_CACHE, PRISTINE_DIR}
             assert [p.name for p in ctx.work_dir.iterdir()] == []
         return ctx
 

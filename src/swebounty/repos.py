@@ -364,6 +364,12 @@ def _objects_and_tree(mirror: str, commit: str) -> tuple[Path, str]:
     return objects, tree
 
 
+def tree_of(mirror: Path, commit: str) -> str:
+    """The id of `commit`'s tree (remembered per mirror and full commit id)."""
+    full = commit if _OBJECT_ID.match(commit) else resolve_commit(mirror, commit)
+    return _objects_and_tree(os.path.abspath(mirror), full)[1]
+
+
 def _write_commit(gitdir: Path, tree: str) -> str:
     """Write the workspace's one commit (fixed identity, date and message) as a loose object,
     as `git commit-tree` would, without starting git for it; return its id."""

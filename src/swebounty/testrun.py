@@ -19,12 +19,12 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Protocol
 
-from swebounty import bytecode, fontcache, safefs
+from swebounty import bytecode, fontcache, pristine, safefs
 from swebounty.diffs import PatchError, files_in_patch
 from swebounty.envs import EnvBuildError, Environment, EnvManager, TaskEnv
 from swebounty.grading import unusable
@@ -35,6 +35,7 @@ from swebounty.integrity import (
     strip_compiled,
 )
 from swebounty.patches import apply_patch, reset_files
+from swebounty.pristine import linked_workspace
 from swebounty.pytest_guard import (
     GUARD_DIR,
     ChannelTampered,
@@ -153,9 +154,26 @@ def _run_tests_in(
 
         run_node_tests(task, patch, ctx, log_dir, scratch, result)
         return None
-    workspace, env = workspace_and_env(task, ctx, scratch, overlaid=True)
+    # Leased first: a workspace in memory is linked from a checkout owned by its sandbox's uid.
+    with ctx.lease() as sandbox:
+        return _prepare_and_run(task, patch, ctx, sandbox, log_dir, scratch, result)
+
+
+def _prepare_and_run(
+    task: Task,
+    patch: str,
+    ctx: RunContext,
+    sandbox: Sandbox,
+    log_dir: Path,
+    scratch: Path,
+    result: TestRun,
+) -> str | None:
+    owner = getattr(sandbox, "workdir_owner", None)
+    workspace, env = workspace_and_env(task, ctx, scratch, overlaid=True, owner=owner)
     result.env_key = env.key
-    pyc = bytecode.prepare(ctx.cache_dir, env, workspace, ctx.lease, ctx.policy, scratch / "pyc")
+    pyc = bytecode.prepare(
+        ctx.cache_dir, env, workspace, lambda: nullcontext(sandbox), ctx.policy, scratch / "pyc"
+    )
     try:
         result.patch_method = apply_patch(workspace, patch)
     except PatchError as exc:
@@ -185,10 +203,9 @@ def _run_tests_in(
         JUNIT_IN_SANDBOX,
     )  # fmt: skip
     task_env = ctx.envs.for_task(env, workspace, scratch / "layer")
-    with ctx.lease() as sandbox:
-        seeded = fontcache.seeds(env, sandbox, ctx.policy, task_env.env)
-        return _run_guarded(task, patch, ctx, sandbox, task_env, workspace, scratch, log_dir,
-                            config, result, seeded)  # fmt: skip
+    seeded = fontcache.seeds(env, sandbox, ctx.policy, task_env.env)
+    return _run_guarded(task, patch, ctx, sandbox, task_env, workspace, scratch, log_dir,
+                        config, result, seeded)  # fmt: skip
 
 
 def _run_guarded(
@@ -305,11 +322,17 @@ def _tampered(result: TestRun, problems: list[str]) -> None:
 
 
 def workspace_and_env(
-    task: Task, ctx: RunContext, scratch: Path, *, overlaid: bool = False
+    task: Task,
+    ctx: RunContext,
+    scratch: Path,
+    *,
+    overlaid: bool = False,
+    owner: tuple[int, int] | None = None,
 ) -> tuple[Path, Environment]:
     """A fresh workspace at the base commit (`scratch/workspace`, or in the memory work
-    directory if every sandbox that sees it overlays it and it fits: workdirs.memory_place),
-    and the task's built environment."""
+    directory if every sandbox that sees it overlays it and it fits: workdirs.memory_place;
+    there, linked from a pristine checkout given to `owner`, the uid and gid of the sandbox
+    that will run it: pristine.py), and the task's built environment."""
     mirror = ensure_mirror(
         task.repo,
         repos_dir=ctx.repos_dir,
@@ -323,7 +346,13 @@ def workspace_and_env(
         place = memory_place(ctx.memory_dir, scratch.name, *tree_size(mirror, task.base_commit))
     packs = place.parent / PACK_CACHE if place else None  # packcache.py
     dest = (place or scratch) / "workspace"
-    workspace = make_workspace(mirror, task.base_commit, dest, pack_cache=packs)
+    if place is not None and ctx.memory_dir is not None and owner and pristine.ENABLED:
+        workspace = linked_workspace(
+            mirror, task.base_commit, dest, memory_dir=ctx.memory_dir, owner=owner,
+            pack_cache=packs,
+        )  # fmt: skip
+    else:
+        workspace = make_workspace(mirror, task.base_commit, dest, pack_cache=packs)
     spec = ctx.envs.spec_for(task, workspace, commit_date(mirror, task.base_commit))
     return workspace, ctx.envs.ensure(spec, workspace)
 

@@ -120,6 +120,11 @@ class BwrapSandbox:
         land in the launcher's bounded tmpfs; as an ordinary user it is a writable bind."""
         return self.as_root and self._has_overlays()
 
+    @property
+    def workdir_owner(self) -> tuple[int, int] | None:
+        """(uid, gid) prepare_workdir gives a workdir to; None when it changes nothing."""
+        return (self.uid, self.gid) if self.as_root else None
+
     def prepare_workdir(self, path: Path) -> None:
         """Give the tree (or the file) at `path` to the sandbox uid (the workspace must be
         owned by it).

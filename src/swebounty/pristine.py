@@ -1,0 +1,141 @@
+"""Pristine checkouts: workspaces in memory whose files are hard links to a kept checkout.
+
+Checking a tree out costs a git process and a write of every file (sympy: about 0.1 s of CPU
+with git's parallel checkout, 0.2 s of wall on a loaded machine), and removing it afterwards
+about a third of that. A workspace in the memory work directory (workdirs.memory_place) is only
+ever seen by the tests through the sandbox's overlay, whose writes land in the run's own tmpfs,
+never in the files below it. So the first workspace of a tree is checked out into this
+process's pristine directory, once per sandbox uid that will run it (a workspace must be owned
+by its sandbox's uid, and a link shares its owner), and every workspace of that tree after it
+is made of links to those files: its directories are its own, its regular files are links,
+its `.git` is a copy (git and the patch rollback rewrite the index in place) but for the
+objects, which git never writes in place.
+
+Safe because everything the harness does to a workspace replaces a file rather than writing
+into it: `git apply` (and --3way) and GNU patch write a new file, safefs.write_beneath and the
+rollback of patches.py remove before they create, bytecode.seed creates with O_EXCL,
+strip_compiled unlinks. The pristine directory is root's alone (mode 700), never mounted in a
+sandbox, and bounded: beyond PRISTINE_TREES checkouts, the least recently used is removed (a
+workspace linked from it keeps its files). Any failure falls back to a plain checkout.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import stat
+import threading
+import uuid
+from pathlib import Path
+
+from swebounty import safefs
+from swebounty.repos import make_workspace, tree_of
+
+log = logging.getLogger(__name__)
+
+PRISTINE_DIR = ".pristine"  # in the memory work directory, beside the workspaces
+PRISTINE_TREES = 6
+ENABLED = True  # off: every workspace is a checkout of its own (a bench compares the two)
+_lock = threading.Lock()  # making, linking from and evicting checkouts
+
+
+def linked_workspace(
+    mirror: Path,
+    commit: str,
+    dest: Path,
+    *,
+    memory_dir: Path,
+    owner: tuple[int, int] | None,
+    pack_cache: Path | None = None,
+) -> Path:
+    """A workspace at `dest` (as make_workspace makes it) whose files are links to this
+    process's pristine checkout of `commit`'s tree, given to `owner` (uid, gid) once; made
+    on first use. `dest` must be in `memory_dir`: see the module docstring for why only
+    there."""
+    tree = tree_of(mirror, commit)
+    uid = owner[0] if owner else os.getuid()
+    root = memory_dir / PRISTINE_DIR
+    entry = root / f"{tree}-{uid}"
+    with _lock:
+        if not (entry / "workspace").is_dir():
+            root.mkdir(mode=0o700, exist_ok=True)
+            _evict(root, keep=PRISTINE_TREES - 1)
+            fresh = root / f".new-{uuid.uuid4().hex[:8]}"
+            fresh.mkdir(mode=0o700)
+            try:
+                ws = make_workspace(mirror, commit, fresh / "workspace", pack_cache=pack_cache)
+                if owner:
+                    from swebounty.sandbox.bwrap import chown_tree
+
+                    chown_tree(ws, *owner)
+                os.rename(fresh, entry)
+            finally:
+                safefs.remove_tree(fresh)  # only when the rename did not happen
+        os.utime(entry)  # most recently used
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if dest.is_dir() and not dest.is_symlink() and not any(dest.iterdir()):
+            dest.rmdir()  # an empty directory may be given, as to make_workspace
+        try:
+            link_tree(entry / "workspace", dest)
+        except BaseException:
+            safefs.remove_tree(dest)
+            raise
+    return dest
+
+
+def link_tree(src: Path, dest: Path) -> None:
+    """Make `dest` a copy of the checkout `src` whose regular files are links to `src`'s,
+    but for `.git` at the top, copied (its objects linked: git never writes them in place).
+    Directories keep their modes and owners; links are made again, never followed."""
+    _link_dir(src, dest, git_dir=False)
+
+
+def _link_dir(src: Path, dest: Path, *, git_dir: bool) -> None:
+    # The top and .git stay this process's until the sandbox's turn (prepare_workdir): git
+    # refuses to work in a repository another user owns.
+    os.mkdir(dest, stat.S_IMODE(os.lstat(src).st_mode))
+    stack = [(src, dest, git_dir, src)]
+    while stack:
+        here, there, in_git, top_src = stack.pop()
+        with os.scandir(here) as entries:
+            for entry in entries:
+                target = there / entry.name
+                st = entry.stat(follow_symlinks=False)
+                if stat.S_ISDIR(st.st_mode):
+                    is_git = in_git or (here == top_src and entry.name == ".git")
+                    os.mkdir(target, stat.S_IMODE(st.st_mode))
+                    if not is_git:
+                        os.chown(target, st.st_uid, st.st_gid)
+                    stack.append((Path(entry.path), target, is_git, top_src))
+                elif stat.S_ISLNK(st.st_mode):
+                    os.symlink(os.readlink(entry.path), target)
+                    if not in_git:
+                        os.chown(target, st.st_uid, st.st_gid, follow_symlinks=False)
+                elif stat.S_ISREG(st.st_mode):
+                    objects = in_git and _under_objects(Path(entry.path), src)
+                    if in_git and not objects:
+                        shutil.copyfile(entry.path, target, follow_symlinks=False)
+                        os.chmod(target, stat.S_IMODE(st.st_mode))
+                    else:
+                        os.link(entry.path, target, follow_symlinks=False)
+                # nothing else is in a checkout
+
+
+def _under_objects(path: Path, src: Path) -> bool:
+    parts = path.relative_to(src).parts
+    return len(parts) > 2 and parts[0] == ".git" and parts[1] == "objects"
+
+
+def _evict(root: Path, keep: int) -> None:
+    """Remove the least recently used checkouts beyond `keep`, and any half-made one."""
+    entries = []
+    for path in root.iterdir():
+        if path.name.startswith(".new-"):
+            safefs.remove_tree(path)  # a checkout this process did not finish
+        else:
+            entries.append((path.stat().st_mtime, path))
+    for _, path in sorted(entries)[: max(0, len(entries) - keep)]:
+        error = safefs.remove_tree(path)
+        if error:
+            log.warning("pristine checkout %s not removed: %s", path, error)
