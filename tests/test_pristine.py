@@ -80,6 +80,10 @@ def test_a_linked_workspace_is_the_checkout_linked_to_one_kept_copy(tmp_path: Pa
     memory = tmp_path / "memory"
     memory.mkdir()
     plain = make_workspace(mirror, commit, tmp_path / "plain")
+    # A tree met once is checked out as before: nothing kept for a tree a run meets once.
+    once = linked_workspace(mirror, commit, memory / "o" / "ws", memory_dir=memory,
+                            owner=_owner())  # fmt: skip
+    assert _tree(once) == _tree(plain) and not (memory / PRISTINE_DIR).exists()
     first = linked_workspace(mirror, commit, memory / "a" / "ws", memory_dir=memory,
                              owner=_owner())  # fmt: skip
     second = linked_workspace(mirror, commit, memory / "b" / "ws", memory_dir=memory,
@@ -101,8 +105,10 @@ def test_what_the_harness_does_to_a_workspace_never_reaches_the_next(tmp_path: P
     mirror, commit = _mirror(tmp_path / "origin")
     memory = tmp_path / "memory"
     memory.mkdir()
-    first = linked_workspace(mirror, commit, memory / "a" / "ws", memory_dir=memory,
-                             owner=_owner())  # fmt: skip
+    for n in range(2):  # the second workspace of a tree is the first linked one
+        first = linked_workspace(mirror, commit, memory / f"a{n}" / "ws", memory_dir=memory,
+                                 owner=_owner())  # fmt: skip
+    assert (memory / PRISTINE_DIR).is_dir()
     assert apply_patch(first, PATCH) == "git"
     assert apply_patch(first, FUZZY) == "fuzz"  # GNU patch: a context line differs
     write_beneath(first, "tests/test_f.py", b"changed\n")
@@ -114,7 +120,8 @@ def test_what_the_harness_does_to_a_workspace_never_reaches_the_next(tmp_path: P
 
 
 def test_the_kept_checkouts_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(pristine, "PRISTINE_TREES", 2)
+    # Room for two of these tiny trees (each counts whole pages): not for a third.
+    monkeypatch.setattr(pristine, "PRISTINE_BYTES", 2 * (len(FILES) + 2) * 4096 + 4096)
     memory = tmp_path / "memory"
     memory.mkdir()
     for n in range(4):
@@ -123,7 +130,8 @@ def test_the_kept_checkouts_are_bounded(tmp_path: Path, monkeypatch: pytest.Monk
         git(mirror, "add", "-A", env=isolated_git_env())
         git(mirror, "commit", "-qm", "n", env=isolated_git_env())
         commit = git(mirror, "rev-parse", "HEAD").stdout.decode().strip()
-        ws = linked_workspace(mirror, commit, memory / f"w{n}" / "ws", memory_dir=memory,
-                              owner=_owner())  # fmt: skip
-        assert (ws / "n.txt").read_text() == str(n)
+        for m in range(2):
+            ws = linked_workspace(mirror, commit, memory / f"w{n}{m}" / "ws",
+                                  memory_dir=memory, owner=_owner())  # fmt: skip
+            assert (ws / "n.txt").read_text() == str(n)
     assert len(list((memory / PRISTINE_DIR).iterdir())) == 2

@@ -4,10 +4,10 @@ Checking a tree out costs a git process and a write of every file (sympy: about 
 with git's parallel checkout, 0.2 s of wall on a loaded machine), and removing it afterwards
 about a third of that. A workspace in the memory work directory (workdirs.memory_place) is only
 ever seen by the tests through the sandbox's overlay, whose writes land in the run's own tmpfs,
-never in the files below it. So the first workspace of a tree is checked out into this
+never in the files below it. So the second workspace of a tree is checked out into this
 process's pristine directory, once per sandbox uid that will run it (a workspace must be owned
-by its sandbox's uid, and a link shares its owner), and every workspace of that tree after it
-is made of links to those files: its directories are its own, its regular files are links,
+by its sandbox's uid, and a link shares its owner), and every workspace of that tree from then
+on is made of links to those files: its directories are its own, its regular files are links,
 its `.git` is a copy (git and the patch rollback rewrite the index in place) but for the
 objects, which git never writes in place.
 
@@ -15,8 +15,9 @@ Safe because everything the harness does to a workspace replaces a file rather t
 into it: `git apply` (and --3way) and GNU patch write a new file, safefs.write_beneath and the
 rollback of patches.py remove before they create, bytecode.seed creates with O_EXCL,
 strip_compiled unlinks. The pristine directory is root's alone (mode 700), never mounted in a
-sandbox, and bounded: beyond PRISTINE_TREES checkouts, the least recently used is removed (a
-workspace linked from it keeps its files). Any failure falls back to a plain checkout.
+sandbox, and bounded: beyond PRISTINE_BYTES, the least recently used checkout is removed (a
+workspace linked from it keeps its files). A tree is kept from its second workspace on
+(attempts, base runs, reruns): a run that meets each tree once checks each out as before.
 """
 
 from __future__ import annotations
@@ -31,13 +32,20 @@ from pathlib import Path
 
 from swebounty import safefs
 from swebounty.repos import make_workspace, tree_of
+from swebounty.workdirs import PAGE, tree_size
 
 log = logging.getLogger(__name__)
 
 PRISTINE_DIR = ".pristine"  # in the memory work directory, beside the workspaces
-PRISTINE_TREES = 6
+# The kept checkouts' files and packs, estimated from the trees' blob sizes, per process. A
+# count would thrash: seven tasks in turn through six places miss every time.
+PRISTINE_BYTES = 1 << 30
 ENABLED = True  # off: every workspace is a checkout of its own (a bench compares the two)
 _lock = threading.Lock()  # making, linking from and evicting checkouts
+# (memory dir, tree, uid) met once: a tree is kept from its second workspace on, so a run that
+# evaluates each tree once pays nothing for keeping (a link and a removal more per tree).
+_seen: set[tuple[str, str, int]] = set()
+_sizes: dict[str, int] = {}  # kept checkout -> its estimated bytes
 
 
 def linked_workspace(
@@ -51,16 +59,23 @@ def linked_workspace(
 ) -> Path:
     """A workspace at `dest` (as make_workspace makes it) whose files are links to this
     process's pristine checkout of `commit`'s tree, given to `owner` (uid, gid) once; made
-    on first use. `dest` must be in `memory_dir`: see the module docstring for why only
-    there."""
+    on the tree's second use (the first workspace of a tree is a checkout of its own).
+    `dest` must be in `memory_dir`: see the module docstring for why only there."""
     tree = tree_of(mirror, commit)
     uid = owner[0] if owner else os.getuid()
     root = memory_dir / PRISTINE_DIR
     entry = root / f"{tree}-{uid}"
     with _lock:
+        first = (str(memory_dir), tree, uid) not in _seen
+        _seen.add((str(memory_dir), tree, uid))
+        if first and not (entry / "workspace").is_dir():
+            return make_workspace(mirror, commit, dest, pack_cache=pack_cache)
         if not (entry / "workspace").is_dir():
             root.mkdir(mode=0o700, exist_ok=True)
-            _evict(root, keep=PRISTINE_TREES - 1)
+            size, files = tree_size(mirror, commit)
+            need = 2 * size + files * PAGE  # its files, whole pages, and its pack
+            _evict(root, PRISTINE_BYTES - need)
+            _sizes[str(entry)] = need
             fresh = root / f".new-{uuid.uuid4().hex[:8]}"
             fresh.mkdir(mode=0o700)
             try:
@@ -127,15 +142,21 @@ def _under_objects(path: Path, src: Path) -> bool:
     return len(parts) > 2 and parts[0] == ".git" and parts[1] == "objects"
 
 
-def _evict(root: Path, keep: int) -> None:
-    """Remove the least recently used checkouts beyond `keep`, and any half-made one."""
+def _evict(root: Path, budget: int) -> None:
+    """Remove the least recently used checkouts until the rest take at most `budget` bytes,
+    and any half-made one."""
     entries = []
     for path in root.iterdir():
         if path.name.startswith(".new-"):
             safefs.remove_tree(path)  # a checkout this process did not finish
         else:
             entries.append((path.stat().st_mtime, path))
-    for _, path in sorted(entries)[: max(0, len(entries) - keep)]:
+    entries.sort()
+    total = sum(_sizes.get(str(path), 0) for _, path in entries)
+    for _, path in entries:
+        if total <= budget:
+            break
+        total -= _sizes.pop(str(path), 0)
         error = safefs.remove_tree(path)
         if error:
             log.warning("pristine checkout %s not removed: %s", path, error)
