@@ -26,6 +26,14 @@ COMMIT_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z._/-]{0,99}")
 REMOTE_HELPER = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*::")
 
 
+class RecordError(BaseModel):
+    """A record that could not be read, with where it came from and what to do."""
+
+    source: str
+    where: str
+    message: str
+
+
 def safe_id(value: str, what: str = "instance_id") -> str:
     """`value` if it can name a file or folder, else ValueError saying what is allowed."""
     if not SAFE_ID.fullmatch(value):

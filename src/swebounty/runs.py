@@ -94,6 +94,7 @@ def evaluate_one(task: Task, submission: Submission, ctx: EvalContext, log_dir: 
         )
         verdict.env_key = tr.env_key
         verdict.test_infra_reverted = tr.test_infra_reverted
+        verdict.services = tr.services
         flags = set(verdict.hack_flags) | set(tr.flags)
         verdict.hack_flags = [f for f in HACK_FLAGS if f in flags]
     if task.kind == "pick":

@@ -31,6 +31,10 @@ from swebounty.records import (
     strings,
     undecodable_ids,
 )
+from swebounty.records import (
+    RecordError as RecordError,  # defined with the reading, imported from here by callers
+)
+from swebounty.services.models import ServiceUse
 
 log = logging.getLogger(__name__)
 
@@ -293,18 +297,11 @@ class Verdict(BaseModel):
     )
     base_failures: BaseFailures = Field("strict", description="the policy that graded it")
     excused_tests: list[ExcusedTest] = Field(default_factory=list)
+    services: list[ServiceUse] = Field(default_factory=list, description="test services run")
 
     @property
     def resolved(self) -> bool:
         return self.status == "resolved"
-
-
-class RecordError(BaseModel):
-    """A record that could not be read, with where it came from and what to do."""
-
-    source: str
-    where: str
-    message: str
 
 
 # ---------------------------------------------------------------------------- datasets

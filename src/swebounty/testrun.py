@@ -21,6 +21,7 @@ import time
 import uuid
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Protocol
 
@@ -49,6 +50,9 @@ from swebounty.pytest_guard import (
 from swebounty.repos import RepoError, commit_date, ensure_mirror, make_workspace
 from swebounty.sandbox import Sandbox, SandboxError
 from swebounty.sandbox.base import Mount, Policy, RunResult
+from swebounty.services.catalog import ServiceError, declared
+from swebounty.services.models import ServiceUse
+from swebounty.services.runtime import StandIns, build, shipped_catalog
 from swebounty.tasks import Task
 from swebounty.testing import JUnitError, TestOutcome, parse_junit_bytes, test_files
 from swebounty.workdirs import PACK_CACHE, memory_place, tree_size
@@ -96,6 +100,7 @@ class TestRun:
     cleanup_error: str | None = None
     problem: str | None = None  # Node tasks: the exit code and the results disagree
     crash: str | None = None  # the run gave no usable results (whose fault: baseline.attribute)
+    services: list[ServiceUse] = field(default_factory=list)  # test services that stood in
 
 
 def _write(path: Path, text: str) -> None:
@@ -118,7 +123,7 @@ def run_tests(task: Task, patch: str, ctx: RunContext, log_dir: Path) -> TestRun
     crash: str | None = None
     try:
         crash = _run_tests_in(task, patch, ctx, log_dir, scratch, result)
-    except (RepoError, EnvBuildError, SandboxError, IntegrityError) as exc:
+    except (RepoError, EnvBuildError, SandboxError, IntegrityError, ServiceError) as exc:
         result.error = str(exc)
     except Exception as exc:  # a harness bug must not take the run down with it
         cancelled = getattr(ctx, "cancelled", None)  # EvalContext's, set by Ctrl-C
@@ -169,8 +174,10 @@ def _prepare_and_run(
     result: TestRun,
 ) -> str | None:
     owner = getattr(sandbox, "workdir_owner", None)
-    workspace, env = workspace_and_env(task, ctx, scratch, overlaid=True, owner=owner)
+    workspace, env, when = _checkout(task, ctx, scratch, overlaid=True, owner=owner)
     result.env_key = env.key
+    wanted = declared(ctx.envs.overrides, shipped_catalog(), task.repo, task.version, when)
+    services = build(wanted, ctx.envs, scratch)
     pyc = bytecode.prepare(
         ctx.cache_dir, env, workspace, lambda: nullcontext(sandbox), ctx.policy, scratch / "pyc"
     )
@@ -205,7 +212,7 @@ def _prepare_and_run(
     task_env = ctx.envs.for_task(env, workspace, scratch / "layer")
     seeded = fontcache.seeds(env, sandbox, ctx.policy, task_env.env)
     return _run_guarded(task, patch, ctx, sandbox, task_env, workspace, scratch, log_dir,
-                        config, result, seeded)  # fmt: skip
+                        config, result, seeded, services)  # fmt: skip
 
 
 def _run_guarded(
@@ -220,8 +227,10 @@ def _run_guarded(
     config: dict[str, object],
     result: TestRun,
     seeded: dict[str, str],
+    services: StandIns,
 ) -> str | None:
-    """`seeded`: files the run's first process copies into its private /tmp (fontcache.py)."""
+    """`seeded`: files the run's first process copies into its private /tmp (fontcache.py);
+    `services`: the test services to start beside the tests (services/runtime.py)."""
     layer = scratch / "layer"
     touched_build = any(PurePosixPath(f).name in BUILD_FILES for f in files_in_patch(patch))
     config["setup"] = task_env.setup_argv
@@ -250,15 +259,18 @@ def _run_guarded(
     mounts = [Mount(path=p) for p in [*task_env.ro_paths, GUARD_DIR, guard_dir]]
     mounts += [Mount(path=p) for p in sorted({Path(s).parent for s in seeded.values()})]
     mounts += [Mount(path=p, ephemeral=True) for p in [workspace, *task_env.rw_paths]]
-    policy = ctx.policy.model_copy(update={"env": task_env.env})
     key = new_key()
     argv = runner_argv(python, guard_dir / "config.json")
+    argv, variables = services.attach(sandbox, argv, task_env.env, mounts)
+    result.services = services.uses()
+    policy = ctx.policy.model_copy(update={"env": variables})
     run = sandbox.run(
         argv, workdir=workspace, mounts=mounts, policy=policy, stdin=key, result_channel=True
     )
     _write(log_dir / "test_output.txt", run.stdout + "\n--- stderr ---\n" + run.stderr)
     result.exit_code = run.returncode
-    return _read_results(task, ctx, run, key, log_dir, result)
+    services.keep_logs(log_dir)
+    return services.explain(_read_results(task, ctx, run, key, log_dir, result), run)
 
 
 def _split_prefix(prefix: list[str]) -> tuple[str, list[str]]:
@@ -333,6 +345,19 @@ def workspace_and_env(
     directory if every sandbox that sees it overlays it and it fits: workdirs.memory_place;
     there, linked from a pristine checkout given to `owner`, the uid and gid of the sandbox
     that will run it: pristine.py), and the task's built environment."""
+    workspace, env, _ = _checkout(task, ctx, scratch, overlaid=overlaid, owner=owner)
+    return workspace, env
+
+
+def _checkout(
+    task: Task,
+    ctx: RunContext,
+    scratch: Path,
+    *,
+    overlaid: bool = False,
+    owner: tuple[int, int] | None = None,
+) -> tuple[Path, Environment, datetime]:
+    """workspace_and_env's, and the base commit's date."""
     mirror = ensure_mirror(
         task.repo,
         repos_dir=ctx.repos_dir,
@@ -353,14 +378,19 @@ def workspace_and_env(
         )  # fmt: skip
     else:
         workspace = make_workspace(mirror, task.base_commit, dest, pack_cache=packs)
-    spec = ctx.envs.spec_for(task, workspace, commit_date(mirror, task.base_commit))
-    return workspace, ctx.envs.ensure(spec, workspace)
+    when = commit_date(mirror, task.base_commit)
+    spec = ctx.envs.spec_for(task, workspace, when)
+    return workspace, ctx.envs.ensure(spec, workspace), when
 
 
 def build_task_env(task: Task, ctx: RunContext) -> Environment:
-    """Build (or find) a task's environment without running anything (`swebounty envs build`)."""
+    """Build (or find) a task's environment, and those of the test services its repository
+    declares, without running anything (`swebounty envs build`)."""
     scratch = ctx.work_dir / f"env-{task.instance_id}-{uuid.uuid4().hex[:8]}"
     try:
-        return workspace_and_env(task, ctx, scratch)[1]
+        _, env, when = _checkout(task, ctx, scratch)
+        build(declared(ctx.envs.overrides, shipped_catalog(), task.repo, task.version, when),
+              ctx.envs, scratch)  # fmt: skip
+        return env
     finally:
         safefs.remove_tree(scratch)

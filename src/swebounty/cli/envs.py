@@ -204,7 +204,10 @@ def envs_prune(
                     f"no run {', '.join(map(repr, unknown))} in {runs}; nothing deleted "
                     f"(runs there: {', '.join(sorted(known)) or 'none'})"
                 )
-            keep_keys = {v.env_key for r in keep_run for v in store.verdicts(r) if v.env_key}
+            verdicts = [v for r in keep_run for v in store.verdicts(r)]
+            # the tests' environments, and those of the test services that ran beside them
+            keep_keys = {v.env_key for v in verdicts if v.env_key}
+            keep_keys |= {s.env_key for v in verdicts for s in v.services if s.env_key}
     manager = EnvManager(cache / "envs")
     node = None
     if (cache / "node" / "envs").is_dir():

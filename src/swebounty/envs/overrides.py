@@ -2,8 +2,9 @@
 
 An entry names a repository and, optionally, a range of its versions (the task's `version`
 field) or of base commit dates. It can add packages, extras, requirement files or environment
-variables, drop extras, or set the interpreter, the test command or whether the project is
-installed. Every entry must say why; none may name a task.
+variables, drop extras, set the interpreter, the test command or whether the project is
+installed, or name the test services its tests call (swebounty.services, started beside the
+tests; they change no environment). Every entry must say why; none may name a task.
 """
 
 from __future__ import annotations
@@ -44,6 +45,9 @@ class Override(BaseModel):
     env: dict[str, str] = Field(default_factory=dict, description="variables for the tests")
     test_cmd: list[str] | None = None
     install_project: bool | None = None
+    services: list[str] = Field(
+        default_factory=list, description="test services its tests call (services/catalog.toml)"
+    )
 
     @field_validator("versions")
     @classmethod

@@ -46,14 +46,17 @@ TestRun = Any
 E2E_PACKAGES = ["pytest", "playwright"]
 E2E_CUTOFF = datetime(2025, 6, 1, tzinfo=timezone.utc)
 APP_READY_S = 60.0
-APP_DID_NOT_ANSWER = 90  # e2e_driver's exit code
+APP_DID_NOT_ANSWER = 90  # the driver's exit code (services/driver.py)
 
 
 def tools_dir(cache_dir: Path) -> Path:
     """The driver and the pytest plugin, copied to a place the sandbox user can read."""
     texts = {
-        name: resources.files("swebounty.node").joinpath(src).read_text(encoding="utf-8")
-        for name, src in (("e2e_driver.py", "e2e_driver.py"), ("swebounty_e2e.py", "e2e_plugin.py"))
+        name: resources.files(package).joinpath(src).read_text(encoding="utf-8")
+        for name, package, src in (
+            ("e2e_driver.py", "swebounty.services", "driver.py"),  # shared with test services
+            ("swebounty_e2e.py", "swebounty.node", "e2e_plugin.py"),
+        )
     }
     digest = hashlib.sha256("\0".join(texts.values()).encode()).hexdigest()[:12]
     dest = cache_dir / "node" / "e2e-tools" / digest

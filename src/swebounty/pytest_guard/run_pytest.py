@@ -42,6 +42,10 @@ def main():
     with open(sys.argv[1], "rb") as f:
         config = json.loads(f.read().decode("utf-8"))
     fd = int(os.environ.pop("SWEBOUNTY_RESULT_FD"))
+    # Test services the harness started before this process (services/driver.py): their
+    # sessions outlive the install step's clean-up.
+    services = os.environ.pop("SWEBOUNTY_SERVICE_SESSIONS", "")
+    spare = set(int(s) for s in services.split(",") if s.isdigit())
     os.set_inheritable(fd, False)  # the tests' own subprocesses never get it
     if sys.path and os.path.abspath(sys.path[0]) == HERE:
         del sys.path[0]
@@ -52,7 +56,7 @@ def main():
     if setup:
         print("=== swebounty: installing the workspace ===", flush=True)
         code = subprocess.call(setup, stdin=subprocess.DEVNULL, env=_child_env())
-        _kill_leftovers()
+        _kill_leftovers(spare)
         print("=== swebounty: install exited with %d ===" % code, flush=True)
         if code != 0 and not config.get("setup_may_fail"):
             channel.send({"setup_exit": code})
@@ -224,8 +228,9 @@ def _keep_site_for_children():
         util._args_from_interpreter_flags = without_no_site
 
 
-def _kill_leftovers():
-    """Kill every process of the sandbox but this one, its ancestors and bwrap's init."""
+def _kill_leftovers(spare_sessions=()):
+    """Kill every process of the sandbox but this one, its ancestors, bwrap's init and the
+    test services' sessions (a process cannot join a session it did not start)."""
     keep = {os.getpid(), 1}
     pid = os.getpid()
     while pid > 1:
@@ -237,12 +242,21 @@ def _kill_leftovers():
         keep.add(pid)
     for _ in range(100):
         others = [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in keep]
+        others = [p for p in others if _session(p) not in spare_sessions]
         if not others:
             return
         for pid in others:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
         time.sleep(0.01)
+
+
+def _session(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return int(f.read().rsplit(")", 1)[1].split()[3])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _restore_infra(workspace, infra):

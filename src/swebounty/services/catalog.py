@@ -1,0 +1,150 @@
+"""The catalog of test services (catalog.toml), and which of them a task's repository declares.
+
+A service is data: the packages that are it (exact pins, resolved with the index as of a fixed
+date, on an interpreter of its own), the command that serves it on a loopback port, and the
+variables that tell the tests where it is. Which repositories use which service is per
+repository data too, in `envs/overrides.toml` (`services = [...]`, narrowed by versions or
+dates like any override). A broken catalog, or a declaration naming a service the catalog does
+not hold, is an error: silently running without the service would turn every test that needs
+it into a failure that looks like the submission's.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from datetime import datetime
+from importlib import resources
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from swebounty.envs.overrides import Override, matching
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+EXACT_PIN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*==[A-Za-z0-9.+!_-]+$")
+
+
+class ServiceError(ValueError):
+    """A service is unknown, or the catalog is not valid."""
+
+
+class Service(BaseModel):
+    """One known service: how to build it, start it, and tell the tests where it is."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,39}$")
+    why: str = Field(min_length=10, description="which tests call the public service")
+    python: str = Field(pattern=r"^3\.\d+$", description="the service's own interpreter")
+    packages: list[str] = Field(min_length=1, description="exact pins: name==version")
+    cutoff: datetime = Field(description="the index as of this date, for what the pins pull in")
+    version_of: str = Field(description="the package whose version names the service")
+    argv: list[str] = Field(min_length=2, description="{python}, {port}, {tools} filled in")
+    port: int = Field(ge=1024, le=65535)
+    env: dict[str, str] = Field(default_factory=dict, description="for the tests; {port}")
+    ready_s: float = Field(60.0, gt=0, le=600)
+
+    @field_validator("packages")
+    @classmethod
+    def _pinned(cls, value: list[str]) -> list[str]:
+        loose = [p for p in value if not EXACT_PIN.match(p)]
+        if loose:
+            raise ValueError(f"packages must be exact pins (name==version): {loose}")
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _variable_names(cls, value: dict[str, str]) -> dict[str, str]:
+        bad = [
+            k for k in value if not re.fullmatch(r"[A-Z_][A-Z0-9_]*", k) or k[:10] == "SWEBOUNTY_"
+        ]
+        if bad:
+            raise ValueError(f"not a variable a service may set: {bad}")
+        return value
+
+    @model_validator(mode="after")
+    def _placeholders(self) -> Service:
+        if self.argv[0] != "{python}":
+            raise ValueError("argv must start with {python}: the service environment's own")
+        for where, texts, allowed in (("argv", self.argv, {"python", "port", "tools"}),
+                                      ("env", list(self.env.values()), {"port"})):  # fmt: skip
+            unknown = {m for t in texts for m in PLACEHOLDER.findall(t)} - allowed
+            if unknown:
+                raise ValueError(f"{where} has unknown placeholders {sorted(unknown)}")
+        if not any(p.split("==")[0].lower() == self.version_of.lower() for p in self.packages):
+            raise ValueError(f"version_of {self.version_of!r} is not one of the packages")
+        return self
+
+    @property
+    def version(self) -> str:
+        """The pinned version of `version_of`: what a verdict names the service by."""
+        for pin in self.packages:
+            name, _, version = pin.partition("==")
+            if name.lower() == self.version_of.lower():
+                return version
+        raise AssertionError("checked by the validator")
+
+    def command(self, python: str, port: int, tools: str = "") -> list[str]:
+        """`tools`: swebounty/services/ (its helpers, such as gunicorn_conf.py)."""
+        return [_fill(a, python=python, port=str(port), tools=tools) for a in self.argv]
+
+    def variables(self, port: int) -> dict[str, str]:
+        return {k: _fill(v, port=str(port)) for k, v in self.env.items()}
+
+
+class Catalog(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    service: list[Service] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _unique(self) -> Catalog:
+        names = [s.name for s in self.service]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"services named twice: {twice}")
+        return self
+
+    def get(self, name: str) -> Service:
+        for s in self.service:
+            if s.name == name:
+                return s
+        known = ", ".join(s.name for s in self.service) or "none"
+        raise ServiceError(f"no test service named {name!r} (the catalog has: {known})")
+
+
+def _fill(text: str, **values: str) -> str:
+    return PLACEHOLDER.sub(lambda m: values[m.group(1)], text)
+
+
+def load_catalog(path: Path | None = None) -> Catalog:
+    """The shipped catalog, or the one at `path`."""
+    if path is None:
+        text = resources.files("swebounty.services").joinpath("catalog.toml").read_text("utf-8")
+        source = "swebounty/services/catalog.toml"
+    else:
+        text = Path(path).read_text(encoding="utf-8")
+        source = str(path)
+    try:
+        return Catalog.model_validate(tomllib.loads(text))
+    except (tomllib.TOMLDecodeError, ValueError) as exc:
+        raise ServiceError(f"{source} is invalid: {exc}. Fix the file (see its header).") from exc
+
+
+def declared(
+    overrides: list[Override],
+    catalog: Catalog,
+    repo: str,
+    version: str | None,
+    when: datetime | None,
+) -> list[Service]:
+    """The services the overrides declare for this repository (version, base commit date), in
+    the order declared, each once. Raises ServiceError for a name the catalog does not hold."""
+    names = [n for o in matching(overrides, repo, version, when) for n in o.services]
+    return [catalog.get(n) for n in dict.fromkeys(names)]

@@ -1,0 +1,21 @@
+"""The record of a test service that stood in during a run (on the verdict and its evidence).
+
+A leaf module (pydantic only): `tasks.Verdict` carries these, and nothing here imports the rest
+of swebounty.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class ServiceUse(BaseModel):
+    """One local service the tests reached instead of the public one they name."""
+
+    name: str = Field(description="the catalog's name, e.g. httpbin")
+    version: str = Field(description="the version of the package that is the service")
+    packages: list[str] = Field(default_factory=list, description="its environment, pinned")
+    python: str = Field("", description="the interpreter the service ran on")
+    env_key: str = Field("", description="its cached environment")
+    url: str = Field("", description="where the tests reached it, inside the sandbox")
+    env: dict[str, str] = Field(default_factory=dict, description="what the tests were told")
