@@ -309,17 +309,24 @@ def _open_emptied(parent_fd: int, name: str) -> tuple[int, list[str]]:
     try:
         with contextlib.suppress(OSError):
             os.fchmod(fd, 0o700)  # a directory its owner made unwritable
-        subdirs = []
-        with os.scandir(fd) as it:
-            for entry in it:
-                if entry.is_dir(follow_symlinks=False):
-                    subdirs.append(entry.name)
-                else:
-                    os.unlink(entry.name, dir_fd=fd)
+        subdirs = _unlink_files(fd)
     except BaseException:
         os.close(fd)
         raise
     return fd, subdirs
+
+
+def _unlink_files(fd: int) -> list[str]:
+    """Unlink every entry of the open directory `fd` that is not a directory (links included,
+    never followed); the names of its subdirectories."""
+    subdirs = []
+    with os.scandir(fd) as it:
+        for entry in it:
+            if entry.is_dir(follow_symlinks=False):
+                subdirs.append(entry.name)
+            else:
+                os.unlink(entry.name, dir_fd=fd)
+    return subdirs
 
 
 def _flatten_tree_at(parent_fd: int, name: str) -> None:
@@ -331,13 +338,7 @@ def _flatten_tree_at(parent_fd: int, name: str) -> None:
             os.fchmod(top, 0o700)  # a directory its owner made unwritable
         counter = 0
         while True:
-            subdirs = []
-            with os.scandir(top) as it:
-                for entry in it:
-                    if entry.is_dir(follow_symlinks=False):
-                        subdirs.append(entry.name)
-                    else:
-                        os.unlink(entry.name, dir_fd=top)
+            subdirs = _unlink_files(top)
             if not subdirs:
                 break
             for sub in subdirs:
