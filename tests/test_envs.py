@@ -18,6 +18,7 @@ import httpx
 import pytest
 import uv as uv_package
 
+from repo_helpers import git_repo
 from swebounty.envs import (
     EnvBuildError,
     Environment,
@@ -30,20 +31,6 @@ from swebounty.envs.interpreters import discover
 from swebounty.tasks import EnvSpec, Task
 
 MODERN = datetime(2024, 6, 1, 12, tzinfo=timezone.utc)
-
-
-def git_repo(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
-    for argv in (
-        ["init", "-q"],
-        ["add", "-A"],
-        ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base"],
-    ):
-        subprocess.run(["git", *argv], cwd=root, check=True, capture_output=True)
-    return root
 
 
 PROJECT = {

@@ -4,8 +4,6 @@ dependencies that import the project are taken; the rest of the lock stays at th
 from __future__ import annotations
 
 import io
-import subprocess
-import textwrap
 import zipfile
 from datetime import datetime, timezone
 from pathlib import Path
@@ -13,23 +11,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from repo_helpers import git_repo
 from swebounty.envs import EnvManager
 from swebounty.envs.companions import _python_sources, import_roots, imports_any
 from swebounty.tasks import Task
-
-
-def git_repo(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
-    for argv in (
-        ["init", "-q"],
-        ["add", "-A"],
-        ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base"],
-    ):
-        subprocess.run(["git", *argv], cwd=root, check=True, capture_output=True)
-    return root
 
 
 def test_import_roots_are_the_packages_at_the_root_or_in_src(tmp_path: Path) -> None:

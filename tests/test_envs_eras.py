@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import textwrap
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ import httpx
 import pytest
 import uv as uv_package
 
+from repo_helpers import git_repo
 from swebounty.envs import DepSet, EnvBuildError, EnvManager, ResolvedSpec
 from swebounty.envs.buildcopy import drop_egg_info_tags
 from swebounty.envs.failures import StepFailed
@@ -30,20 +30,6 @@ from swebounty.envs.steps import lock_allowances
 from swebounty.tasks import Task
 
 UTC = timezone.utc
-
-
-def git_repo(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
-    for argv in (
-        ["init", "-q"],
-        ["add", "-A"],
-        ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base"],
-    ):
-        subprocess.run(["git", *argv], cwd=root, check=True, capture_output=True)
-    return root
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,22 @@
+"""A small git repository a test writes from a dict of files (the environment tests' fixture)."""
+
+from __future__ import annotations
+
+import subprocess
+import textwrap
+from pathlib import Path
+
+
+def git_repo(root: Path, files: dict[str, str]) -> Path:
+    """`root` made a git repository with `files` (relative path -> dedented text) committed."""
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    for argv in (
+        ["init", "-q"],
+        ["add", "-A"],
+        ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base"],
+    ):
+        subprocess.run(["git", *argv], cwd=root, check=True, capture_output=True)
+    return root
