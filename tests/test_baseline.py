@@ -27,6 +27,7 @@ from swebounty.baseline import (
     run_policy,
     status_under,
 )
+from swebounty.services.models import ServiceUse
 from swebounty.tasks import BaseFailures, Task, TestResult, Verdict
 from swebounty.testing import TestOutcome
 from swebounty.testrun import TestRun
@@ -96,6 +97,13 @@ def test_a_pass_to_pass_test_failing_at_base_is_excused_and_says_why(
     record = tmp_path / "base-runs" / base_digest(task, ctx, "env-1") / "base.json"
     assert json.loads(record.read_text())["outcomes"][P2P[1]][0] == "failed"
     assert base_digest(task, ctx, "env-2") != base_digest(task, ctx, "env-1")
+    # Test services beside the tests name the run too; none keeps the digest of before them.
+    httpbin = ServiceUse(name="httpbin", version="0.10.2", env_key="svc-1")
+    assert base_digest(task, ctx, "env-1", []) == base_digest(task, ctx, "env-1")
+    with_service = base_digest(task, ctx, "env-1", [httpbin])
+    assert with_service != base_digest(task, ctx, "env-1")
+    newer = httpbin.model_copy(update={"version": "0.10.3", "env_key": "svc-2"})
+    assert base_digest(task, ctx, "env-1", [newer]) != with_service
     # Another process (a fresh context) reads it instead of running the tests again.
     again = excuse(task, _verdict({P2P[1]: "failed"}), TestRun(env_key="env-1"), _ctx(tmp_path))
     assert again.status == "resolved" and runs.calls == [""]

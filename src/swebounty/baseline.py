@@ -41,12 +41,14 @@ import hashlib
 import json
 import logging
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, cast, get_args
 
 from swebounty import safefs
 from swebounty.netfail import network_evidence, pytest_sections, section_name
+from swebounty.services.models import ServiceUse
 from swebounty.tasks import BaseFailures, ExcusedTest, Submission, Task, Verdict
 from swebounty.testrun import RunContext, TestRun, run_tests
 
@@ -124,10 +126,13 @@ class BaseRun:
         return cls(bool(raw["clean"]), str(raw["reason"]), raw["env_key"], outcomes, network)
 
 
-def base_run(task: Task, ctx: BaseContext, env_key: str | None) -> BaseRun:
+def base_run(
+    task: Task, ctx: BaseContext, env_key: str | None, services: Sequence[ServiceUse] = ()
+) -> BaseRun:
     """Run the hidden tests on the unpatched base once per task and environment (memory and
-    disk cache). `env_key`: the environment the submission's run had; the digest covers it."""
-    digest = base_digest(task, ctx, env_key)
+    disk cache). `env_key`: the environment the submission's run had, `services` the test
+    services beside it (services/); the digest covers both."""
+    digest = base_digest(task, ctx, env_key, services)
     with _base_lock:
         lock = _base_locks.setdefault(digest, threading.Lock())
     with lock:
@@ -155,10 +160,15 @@ def base_run(task: Task, ctx: BaseContext, env_key: str | None) -> BaseRun:
         return found
 
 
-def base_digest(task: Task, ctx: BaseContext, env_key: str | None) -> str:
-    """What names a base run: the task's tests, how they run, and the environment's key."""
+def base_digest(
+    task: Task, ctx: BaseContext, env_key: str | None, services: Sequence[ServiceUse] = ()
+) -> str:
+    """What names a base run: the task's tests, how they run, the environment's key, and the
+    test services' names, versions and environments (none: the digest of before they were)."""
     key = [task.instance_id, task.base_commit, task.test_patch, ctx.keep_test_infra, env_key,
            task.FAIL_TO_PASS, task.PASS_TO_PASS, RECORD_FORMAT]  # fmt: skip
+    if services:
+        key.append([[s.name, s.version, s.env_key] for s in services])
     return hashlib.sha256(json.dumps(key).encode()).hexdigest()[:20]
 
 
@@ -208,7 +218,7 @@ def attribute(task: Task, patch: str, ctx: BaseContext, tr: TestRun, log_dir: Pa
     (`failure`, flagged) when the unpatched base runs the same tests cleanly, else an `error`."""
     if tr.crash is None or not patch.strip():
         return
-    base = base_run(task, ctx, tr.env_key)
+    base = base_run(task, ctx, tr.env_key, tr.services)
     if base.clean:
         tr.error = None
         tr.failure = f"{tr.crash}; the unpatched base runs the same tests cleanly"
@@ -234,7 +244,7 @@ def excuse(task: Task, verdict: Verdict, tr: TestRun, ctx: BaseContext) -> Verdi
     failing = [t for t in verdict.tests if t.expected == "PASS_TO_PASS" and t.status != "passed"]
     if not failing:
         return verdict
-    base = base_run(task, ctx, tr.env_key)
+    base = base_run(task, ctx, tr.env_key, tr.services)
     why_not = ""
     if not base.outcomes:
         why_not = f"the unpatched base's run gave no usable results ({base.reason})"
