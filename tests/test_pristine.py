@@ -135,3 +135,20 @@ def test_the_kept_checkouts_are_bounded(tmp_path: Path, monkeypatch: pytest.Monk
                                   memory_dir=memory, owner=_owner())  # fmt: skip
             assert (ws / "n.txt").read_text() == str(n)
     assert len(list((memory / PRISTINE_DIR).iterdir())) == 2
+
+
+def test_a_worker_that_leases_again_gets_the_slot_it_gave_back(tmp_path: Path) -> None:
+    # Its uid owns the kept checkouts of the trees it ran: alternating between slots kept
+    # every tree once per slot, and linked from none until each slot had met it twice.
+    from swebounty.evalcontext import EvalContext
+
+    ctx = EvalContext.create(cache_dir=tmp_path / "c", runs_dir=tmp_path / "r", sandbox="unsafe",
+                             workers=2)  # fmt: skip
+    with ctx.lease() as one, ctx.lease() as two:
+        assert one is not two  # two slots, each of its own uid
+    with ctx.lease() as last:
+        pass
+    for _ in range(3):
+        with ctx.lease() as again:
+            assert again is last
+    ctx.close()

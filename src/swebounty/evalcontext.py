@@ -54,7 +54,10 @@ class EvalContext:
     # worker on a cluster node (executors/worker.py sets both).
     executor: str = "local"
     node: str = field(default_factory=socket.gethostname)
-    _pool: queue.SimpleQueue[Sandbox] = field(default_factory=queue.SimpleQueue, repr=False)
+    # Last in, first out: a worker that leases again gets the slot it just gave back, whose
+    # uid owns the kept checkouts of the trees it ran (pristine.py): first in, first out, one
+    # worker of two slots alternated between their uids and kept every tree twice.
+    _pool: queue.LifoQueue[Sandbox] = field(default_factory=queue.LifoQueue, repr=False)
 
     @contextmanager
     def lease(self) -> Iterator[Sandbox]:
