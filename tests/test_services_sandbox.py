@@ -18,12 +18,22 @@ import pytest
 from typer.testing import CliRunner
 
 from swebounty.cli import app
+from swebounty.envs.interpreters import discover, find
 from swebounty.sandbox import bwrap_available
+from swebounty.services.catalog import load_catalog
 from swebounty.tasks import Verdict
 from test_offline_grading import diff_of, git
 
 BWRAP_OK, BWRAP_WHY = bwrap_available()
 needs_bwrap = pytest.mark.skipif(not BWRAP_OK, reason=f"no bubblewrap sandbox: {BWRAP_WHY}")
+# The service runs on its own interpreter (catalog.toml), which an ordinary user's machine may
+# lack (root's pyenv is not theirs): the harness then says so in an `error` verdict.
+SERVICE_PYTHON = next(s.python for s in load_catalog().service if s.name == "httpbin")
+needs_service_python = pytest.mark.skipif(
+    find(discover(), SERVICE_PYTHON) is None,
+    reason=f"no Python {SERVICE_PYTHON} here, the httpbin service's interpreter "
+    f"(pyenv install {SERVICE_PYTHON}, or uv python install {SERVICE_PYTHON})",
+)
 
 TESTS = """\
     import json
@@ -129,6 +139,7 @@ def _evaluate(small: dict[str, Any], subs: Any, run_id: str) -> Verdict:
 @pytest.mark.sandbox
 @pytest.mark.network
 @needs_bwrap
+@needs_service_python
 def test_tests_reach_the_local_httpbin_and_not_the_internet(requests_like: dict[str, Any]) -> None:
     gold = _evaluate(requests_like, "gold", "gold")
     assert gold.status == "resolved", gold.reason
