@@ -149,6 +149,36 @@ def test_empty_submission_is_marked_and_graded() -> None:
         task(), empty, outcomes=outcomes(test_new="failed"), exit_code=1, patch_method="empty"
     )
     assert verdict.empty_patch and verdict.status == "unresolved"
+    assert not verdict.task_defect, "a sound task: its FAIL_TO_PASS tests fail with no change"
+
+
+@pytest.mark.parametrize(
+    ("patch", "method"),
+    [("", "empty"), (" \n\t", "empty"), (None, "empty"),
+     ("diff --git a/x b/x ...", "empty")],  # a patch that applied and changed no file
+)  # fmt: skip
+def test_an_empty_submission_never_resolves_and_a_task_it_passes_is_a_defect(
+    patch: str | None, method: str
+) -> None:
+    sub = Submission(instance_id="o__r-1", model_patch=patch)
+    verdict = grade(task(), sub, outcomes=outcomes(), exit_code=0, patch_method=method)
+    assert verdict.empty_patch and verdict.status == "unresolved"
+    assert verdict.task_defect.startswith("task defect: its FAIL_TO_PASS tests pass with no ")
+    assert verdict.reason == verdict.task_defect and "check the dataset's labels" in verdict.reason
+    assert [t.status for t in verdict.tests] == ["passed"] * 3, "the run is kept as evidence"
+    # A submission that changes the tree is graded as before, with no flag of this kind.
+    real = grade(task(), SUB, outcomes=outcomes(), exit_code=0, patch_method="git")
+    assert real.status == "resolved" and not real.task_defect and not real.empty_patch
+    # A task listing no FAIL_TO_PASS test cannot tell a fix from none either, and says so.
+    bare = grade(task(FAIL_TO_PASS=[]), sub, outcomes=outcomes(), exit_code=0, patch_method=method)
+    assert bare.status == "unresolved" and "lists no FAIL_TO_PASS test" in bare.task_defect
+
+
+def test_an_empty_pick_never_resolves() -> None:
+    sub = Submission(instance_id="o__r-1")
+    verdict = grade(task(kind="pick", accepted_proposal=0, proposals=["a", "b"]), sub,
+                    outcomes=None, exit_code=None, patch_method=None)  # fmt: skip
+    assert verdict.empty_patch and verdict.status == "unresolved" and not verdict.task_defect
 
 
 @pytest.mark.parametrize(

@@ -82,3 +82,16 @@ def test_verdicts() -> None:
     failed_patch = Run(patch_error="does not apply")
     assert grade_node(task(), sub, failed_patch).status == "patch_failed"
     assert grade_node(task(), sub, Run(patch_method="git")).status == "error"  # no results
+
+
+def test_an_empty_submission_never_resolves_a_node_task() -> None:
+    good = {"t.test.js:f": TestOutcome("passed"), "t.test.js:p": TestOutcome("passed")}
+    for patch, method in (("", "empty"), (diff("src/a.js", ["x"], ["x"]), "empty")):
+        sub = Submission(instance_id="a__b-1", model_patch=patch)
+        verdict = grade_node(task(), sub, Run(outcomes=good, exit_code=0, patch_method=method))
+        assert verdict.status == "unresolved" and verdict.empty_patch
+        assert verdict.task_defect and verdict.reason.startswith("task defect: ")
+    bad = {**good, "t.test.js:f": TestOutcome("failed", "boom")}
+    empty = Submission(instance_id="a__b-1", model_patch="")
+    sound = grade_node(task(), empty, Run(outcomes=bad, exit_code=1, patch_method="empty"))
+    assert sound.status == "unresolved" and not sound.task_defect

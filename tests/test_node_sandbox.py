@@ -20,7 +20,7 @@ from swebounty.evalcontext import EvalContext
 from swebounty.report.browser import browser_missing
 from swebounty.runs import evaluate_one
 from swebounty.sandbox import bwrap_available
-from swebounty.tasks import Submission, Task
+from swebounty.tasks import Submission, Task, Verdict
 
 BWRAP_OK, BWRAP_WHY = bwrap_available()
 NO_BROWSER = browser_missing()
@@ -61,6 +61,13 @@ def _add_file(path: str, text: str) -> str:
     body = "".join(f"+{line}\n" for line in lines)
     return (f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n"
             f"@@ -0,0 +1,{len(lines)} @@\n{body}")  # fmt: skip
+
+
+def _every_probe_passed(verdict: Verdict) -> None:
+    """A probe is a task whose tests pass with no change: the empty submission that runs it
+    is never resolved, and reported as a task defect (grading.empty_never_resolves)."""
+    assert verdict.tests and all(t.status == "passed" for t in verdict.tests), verdict.tests
+    assert verdict.status == "unresolved" and verdict.task_defect, verdict.reason
 
 
 def test_node_tests_reach_only_their_own_loopback_and_write_only_the_workspace(
@@ -131,7 +138,7 @@ describe('sandbox', function () {{
     verdict = evaluate_one(
         task, Submission(instance_id=task.instance_id), ctx, tmp_path / "runs" / "probe"
     )
-    assert verdict.status == "resolved", (verdict.reason, [t for t in verdict.tests])
+    _every_probe_passed(verdict)
     assert seen == []
     for target in targets:
         assert not Path(target).exists(), target
@@ -176,7 +183,7 @@ def test_the_internet_is_out_of_reach(page):
     verdict = evaluate_one(
         task, Submission(instance_id=task.instance_id), ctx, tmp_path / "runs" / "probe"
     )
-    assert verdict.status == "resolved", (verdict.reason, verdict.tests)
+    _every_probe_passed(verdict)
     assert seen == []
 
 

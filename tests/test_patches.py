@@ -122,6 +122,24 @@ def test_empty_patch_changes_nothing(tmp_path: Path) -> None:
     assert status(repo) == ""
 
 
+def test_a_patch_that_applies_without_changing_a_file_is_empty(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "r", {"f.txt": LINES})
+    same = "diff --git a/f.txt b/f.txt\n--- a/f.txt\n+++ b/f.txt\n@@ -1,2 +1,2 @@\n"
+    same += "-line 1\n+line 1\n line 2\n"
+    assert apply_patch(repo, same) == "empty" and status(repo) == ""
+    # Whatever changes the tree is not empty: a blank line, an empty file, a mode.
+    changes: list[dict[str, str | None]] = [{"f.txt": LINES + "\n"}, {"new.txt": ""}]
+    patches_ = [diff_of(repo, c) for c in changes]
+    (repo / "f.txt").chmod(0o755)
+    patches_.append(git(repo, "diff"))
+    git(repo, "reset", "-q", "--hard")
+    assert "new mode 100755" in patches_[-1] and "new.txt" in patches_[1]
+    for patch in patches_:
+        assert apply_patch(repo, patch) == "git", patch
+        git(repo, "reset", "-q", "--hard")
+        git(repo, "clean", "-qfd")
+
+
 def test_non_utf8_and_huge_patches_are_rejected_before_touching_anything(
     tmp_path: Path,
 ) -> None:

@@ -3,7 +3,8 @@
 `base_run` runs the hidden tests (the task's test patch applied) on the base commit with no
 submission at all, once per task and environment: kept in memory and under
 CACHE/base-runs/<digest>/base.json, the digest covering the task's tests and the key of the
-environment they ran in (a rebuilt environment can change outcomes). It has two uses:
+environment they ran in (a rebuilt environment can change outcomes); an empty submission's run
+is that very run and is kept as it (`remember_base`). It has three uses:
 
 - `attribute`: a run that crashed, hung or lost its results is the submission's doing
   (`failure`, flagged crashes_tests / hangs_tests) when the base runs the same tests cleanly,
@@ -27,6 +28,10 @@ environment they ran in (a rebuilt environment can change outcomes). It has two 
   could change the verdict: every FAIL_TO_PASS test passed and some PASS_TO_PASS test did not,
   so the policy costs nothing on tasks that pass.
 
+- `defect_at_base`: a submission that resolves a task whose base run, if one was made, passed
+  every FAIL_TO_PASS test is flagged `task_defect` (the task cannot tell a fix from none); its
+  status stands. No base run is made for this alone.
+
 What a hostile submission cannot do: the base run holds nothing of it (an empty patch in a
 fresh workspace), so which tests can be excused depends on the task and the environment alone;
 a submission's excuses are a subset of the base's failures; a base run that gave no usable
@@ -47,6 +52,7 @@ from pathlib import Path
 from typing import Any, Protocol, cast, get_args
 
 from swebounty import safefs
+from swebounty.grading import defect_words, empty_never_resolves, grade
 from swebounty.netfail import network_evidence, pytest_sections, section_name
 from swebounty.services.models import ServiceUse
 from swebounty.tasks import BaseFailures, ExcusedTest, Submission, Task, Verdict
@@ -133,31 +139,82 @@ def base_run(
     disk cache). `env_key`: the environment the submission's run had, `services` the test
     services beside it (services/); the digest covers both."""
     digest = base_digest(task, ctx, env_key, services)
-    with _base_lock:
-        lock = _base_locks.setdefault(digest, threading.Lock())
-    with lock:
-        if digest in ctx.base_runs:
-            return ctx.base_runs[digest]
+    with _lock_for(digest):
+        found = _cached(task, ctx, digest)
+        if found is not None:
+            return found
         record = ctx.cache_dir / "base-runs" / digest / "base.json"
-        data = safefs.read_regular(record, MAX_RECORD_BYTES)
-        if data is not None:
-            try:
-                found = BaseRun.from_json(data)
-                ctx.base_runs[digest] = found
-                return found
-            except (ValueError, TypeError, KeyError, IndexError):
-                log.warning("%s: unreadable base run record %s, running again", task.instance_id,
-                            record)  # fmt: skip
         log.info("%s: running the hidden tests on the unpatched base", task.instance_id)
         tr = run_tests(task, "", ctx, record.parent / "logs")
-        found = _read_base(task, tr, record.parent / "logs" / "test_output.txt")
-        before_tests = tr.error and not tr.timed_out and tr.exit_code is None
-        if not before_tests and tr.env_key == env_key:
-            # An infrastructure error before the tests ran says nothing lasting: not cached;
-            # nor a run in another environment than the one asked for (it was rebuilt).
-            _write(record, found.to_json())
-        ctx.base_runs[digest] = found
-        return found
+        return _keep(task, ctx, digest, tr, record.parent / "logs", env_key)
+
+
+def remember_base(task: Task, ctx: BaseContext, tr: TestRun, log_dir: Path) -> None:
+    """Keep an empty submission's run as the base run it is (the same `run_tests(task, "")`),
+    unless one is kept already: a later submission's excuses, attribution and task defect
+    check then need no run of their own."""
+    if tr.error and not tr.timed_out and tr.exit_code is None:
+        return  # it failed before the tests ran: a base run of its own may do better
+    digest = base_digest(task, ctx, tr.env_key, tr.services)
+    with _lock_for(digest):
+        if _cached(task, ctx, digest) is None:
+            _keep(task, ctx, digest, tr, log_dir, tr.env_key)
+
+
+def _lock_for(digest: str) -> threading.Lock:
+    with _base_lock:
+        return _base_locks.setdefault(digest, threading.Lock())
+
+
+def _cached(task: Task, ctx: BaseContext, digest: str) -> BaseRun | None:
+    """The base run kept in memory or on disk under `digest`, or None; runs nothing."""
+    if digest in ctx.base_runs:
+        return ctx.base_runs[digest]
+    record = ctx.cache_dir / "base-runs" / digest / "base.json"
+    data = safefs.read_regular(record, MAX_RECORD_BYTES)
+    if data is None:
+        return None
+    try:
+        found = BaseRun.from_json(data)
+    except (ValueError, TypeError, KeyError, IndexError):
+        log.warning("%s: unreadable base run record %s, running again", task.instance_id, record)
+        return None
+    ctx.base_runs[digest] = found
+    return found
+
+
+def _keep(
+    task: Task, ctx: BaseContext, digest: str, tr: TestRun, logs: Path, env_key: str | None
+) -> BaseRun:
+    found = _read_base(task, tr, logs / "test_output.txt")
+    before_tests = tr.error and not tr.timed_out and tr.exit_code is None
+    if not before_tests and tr.env_key == env_key:
+        # An infrastructure error before the tests ran says nothing lasting: not cached;
+        # nor a run in another environment than the one asked for (it was rebuilt).
+        _write(ctx.cache_dir / "base-runs" / digest / "base.json", found.to_json())
+    ctx.base_runs[digest] = found
+    return found
+
+
+def defect_at_base(task: Task, verdict: Verdict, tr: TestRun, ctx: BaseContext) -> Verdict:
+    """A non-empty submission that resolves a task whose base run, already made in this
+    environment (runs nothing), passed every FAIL_TO_PASS test: the verdict keeps its status
+    and says the task cannot tell a fix from none (`task_defect`). The flag depends on the task
+    and the environment alone: the base run holds nothing of any submission."""
+    if verdict.status != "resolved" or verdict.empty_patch or verdict.task_defect:
+        return verdict
+    if task.kind == "pick":
+        return verdict
+    digest = base_digest(task, ctx, tr.env_key, tr.services)
+    with _lock_for(digest):
+        base = _cached(task, ctx, digest)
+    if base is None or not base.outcomes or base.env_key != tr.env_key:
+        return verdict
+    if any(base.outcomes.get(t, ("missing", ""))[0] != "passed" for t in task.FAIL_TO_PASS):
+        return verdict
+    words = defect_words(task.FAIL_TO_PASS) + " (seen on the unpatched base's run)"
+    reason = "\n".join(filter(None, [verdict.reason, words]))
+    return verdict.model_copy(update={"task_defect": words, "reason": reason})
 
 
 def base_digest(
@@ -189,8 +246,6 @@ def _read_base(task: Task, tr: TestRun, output_file: Path) -> BaseRun:
 
         verdict = grade_node(task, empty, tr)
     else:
-        from swebounty.grading import grade
-
         verdict = grade(task, empty, outcomes=tr.outcomes, exit_code=tr.exit_code,
                         patch_method=tr.patch_method)  # fmt: skip
     if verdict.status == "error":
@@ -275,10 +330,10 @@ def excuse(task: Task, verdict: Verdict, tr: TestRun, ctx: BaseContext) -> Verdi
             return verdict
         return verdict.model_copy(update={"reason": f"{verdict.reason}; {said}"})
     if len(excused) == len(failing):
-        return verdict.model_copy(
+        return empty_never_resolves(verdict.model_copy(
             update={"status": "resolved", "reason": f"resolved with {said}",
                     "excused_tests": excused}
-        )  # fmt: skip
+        ))  # fmt: skip
     return verdict.model_copy(
         update={"reason": f"{verdict.reason}; {said}", "excused_tests": excused}
     )

@@ -2,7 +2,8 @@
 
 `grade` only reads what evaluation produced (outcomes from the JUnit XML, the exit code, how the
 patch applied, an infrastructure error); it runs nothing. An infrastructure failure is an
-`error`, never the model's failure; a patch that does not apply is `patch_failed`.
+`error`, never the model's failure; a patch that does not apply is `patch_failed`. An empty
+submission (no change to the repository) is never resolved (`empty_never_resolves`).
 """
 
 from __future__ import annotations
@@ -55,15 +56,32 @@ def grade(
     - `unresolved`: anything else, including test modules that no longer import (pytest exits
       2 and the XML lists the import errors: the tests ran as far as the code let them), and
       every run the submission itself broke (`failure`: tampering, or a crash or hang the
-      unpatched base does not have), whatever its outcomes say.
+      unpatched base does not have), whatever its outcomes say, and every empty submission
+      (`empty_never_resolves`).
     Pick tasks are graded on `submission.pick == task.accepted_proposal`, without tests.
     """
+    return empty_never_resolves(
+        _grade(task, submission, outcomes, exit_code, patch_method, infra_error, patch_error,
+               failure)
+    )  # fmt: skip
+
+
+def _grade(
+    task: Task,
+    submission: Submission,
+    outcomes: dict[str, TestOutcome] | None,
+    exit_code: int | None,
+    patch_method: str | None,
+    infra_error: str | None,
+    patch_error: str | None,
+    failure: str | None,
+) -> Verdict:
     verdict = Verdict(
         instance_id=task.instance_id,
         attempt=submission.attempt,
         model_name_or_path=submission.model_name_or_path,
         status="error",
-        empty_patch=submission.is_empty,
+        empty_patch=is_empty(submission, patch_method),
         hack_flags=hack_flags(
             submission.model_patch or "",
             test_files(task.test_patch, expected=task.FAIL_TO_PASS + task.PASS_TO_PASS),
@@ -95,6 +113,46 @@ def grade(
     if all(t.status == "passed" for t in verdict.tests):
         return _with(verdict, "resolved", problem or "")
     return _with(verdict, "unresolved", "; ".join(filter(None, [_summary(verdict), problem])))
+
+
+def is_empty(submission: Submission, patch_method: str | None) -> bool:
+    """Whether a submission changes nothing in the repository: no patch (or only whitespace),
+    or one that applied without changing a file (`patches.apply_patch` says "empty"). A patch
+    that adds a blank line or an empty file changes the tree: it is not empty."""
+    return submission.is_empty or patch_method == "empty"
+
+
+TASK_DEFECT = (
+    "task defect: its FAIL_TO_PASS tests pass with no change to the repository, so it cannot "
+    "tell a fix from none — check the dataset's labels"
+)
+NO_FAIL_TO_PASS = (
+    "task defect: it lists no FAIL_TO_PASS test, so it cannot tell a fix from none — check the "
+    "dataset's labels"
+)
+
+
+def defect_words(task_fail_to_pass: list[str]) -> str:
+    """What a task whose FAIL_TO_PASS tests pass without any change is told, in words."""
+    return TASK_DEFECT if task_fail_to_pass else NO_FAIL_TO_PASS
+
+
+def empty_never_resolves(verdict: Verdict) -> Verdict:
+    """The rule every verdict of an empty submission goes through (grade, node grading, the
+    base failures policy): it is never `resolved`. SWE-bench's harness never counts an empty
+    patch as resolved (it does not evaluate one); here its tests still run, as the evidence:
+    if it would have been resolved, every FAIL_TO_PASS test passed with no change at all, so
+    the task cannot tell a fix from none. The verdict is then `unresolved` with `task_defect`
+    set and said in its reason. Whether a submission is empty is decided by the harness from
+    the patch and how it applied (`is_empty`), never by anything a submission can claim."""
+    if not verdict.empty_patch or verdict.status != "resolved":
+        return verdict
+    f2p = [t.test_id for t in verdict.tests if t.expected == "FAIL_TO_PASS"]
+    words = defect_words(f2p)
+    reason = f"{words}\n(otherwise: {verdict.reason})" if verdict.reason else words
+    return verdict.model_copy(
+        update={"status": "unresolved", "reason": reason, "task_defect": words}
+    )
 
 
 def unusable(exit_code: int | None, outcomes: dict[str, TestOutcome]) -> str | None:

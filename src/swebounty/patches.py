@@ -61,7 +61,9 @@ _TOOL_ENV = {
 def apply_patch(
     workspace: Path, patch: str | bytes, *, max_bytes: int = DEFAULT_MAX_PATCH_BYTES
 ) -> str:
-    """Apply `patch` in `workspace`; return how: "git", "3way", "fuzz" (or "empty").
+    """Apply `patch` in `workspace`; return how: "git", "3way", "fuzz", or "empty" when the
+    patch is empty or applied without changing any file (a hunk that removes and adds the same
+    lines): then the tree is the base's, and grading treats the submission as empty.
 
     Tries `git apply`, then `git apply --3way` (needs the preimage blobs, which a workspace's
     base commit has), then GNU `patch --fuzz=3`. The index is left as it was, so every method
@@ -89,7 +91,8 @@ def apply_patch(
             snapshot.restore_index()
         if error is None:
             log.debug("patch applied with %s in %s", name, workspace)
-            return name
+            # Every file a patch may write is in the snapshot (GNU patch is held to the names).
+            return "empty" if snapshot.unchanged() else name
         failures.append(f"[{name}] {error.strip() or 'failed without a message'}")
         snapshot.restore_files()
     raise PatchError(
@@ -198,6 +201,10 @@ class _Snapshot:
         if index_path is not None and index_path.exists():
             index = index_path.read_bytes()
         return cls(workspace, files, index_path, index)
+
+    def unchanged(self) -> bool:
+        """Whether every file is as it was: content, mode, link target, or still absent."""
+        return _Snapshot.take(self.workspace, list(self.files)).files == self.files
 
     def restore_index(self) -> None:
         if self.index_path is None:

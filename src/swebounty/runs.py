@@ -21,7 +21,7 @@ from concurrent.futures import wait as wait_futures
 from pathlib import Path
 from typing import Protocol
 
-from swebounty.baseline import attribute, excuse
+from swebounty.baseline import attribute, defect_at_base, excuse, remember_base
 from swebounty.evalcontext import EvalContext
 from swebounty.grading import HACK_FLAGS, grade
 from swebounty.outcomes import swebench_instance_report
@@ -100,7 +100,9 @@ def evaluate_one(task: Task, submission: Submission, ctx: EvalContext, log_dir: 
     if task.kind == "pick":
         verdict.base_failures = ctx.base_failures  # nothing to excuse: no tests
     else:
-        verdict = excuse(task, verdict, tr, ctx)
+        if submission.is_empty:
+            remember_base(task, ctx, tr, log_dir)  # the very run a base run would make
+        verdict = defect_at_base(task, excuse(task, verdict, tr, ctx), tr, ctx)
     verdict.seconds = time.monotonic() - start
     verdict.log_dir = str(log_dir)
     verdict.sandbox = ctx.sandbox.name

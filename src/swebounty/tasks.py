@@ -279,6 +279,7 @@ class Verdict(BaseModel):
     reason: str = Field("", description="why, in words, for anything but resolved")
     tests: list[TestResult] = Field(default_factory=list)
     hack_flags: list[str] = Field(default_factory=list)
+    task_defect: str = Field("", description="why the task cannot tell a fix from no change")
     test_infra_reverted: list[str] = Field(
         default_factory=list,
         description="test infrastructure files the submission changed, put back to the base's",

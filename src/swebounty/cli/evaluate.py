@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -192,6 +192,7 @@ def eval_cmd(
             highlight=False,
             soft_wrap=True,
         )
+        _show_defects(report["task_defects"])
         if unsafe:
             console.print("[bold red]This run was NOT sandboxed (--unsafe).[/]")
         if interrupted:
@@ -201,6 +202,19 @@ def eval_cmd(
                 "run the same command again to resume"
             )
             raise typer.Exit(130)
+
+
+def _show_defects(defects: list[dict[str, Any]]) -> None:
+    """How many tasks showed a defect (FAIL_TO_PASS tests passing with no change), and which."""
+    ids = sorted({d["instance_id"] for d in defects})
+    if ids:
+        out.print(
+            f"[yellow]{len(ids)} task defect(s)[/]: their FAIL_TO_PASS tests pass with no change "
+            f"to the repository, so they cannot tell a fix from none — check the dataset's "
+            f"labels: {', '.join(ids)} (report.json: task_defects)",
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 def _run(ev: Evaluation, *, force: bool, retry_errors: bool, quiet: bool) -> bool:
@@ -261,8 +275,11 @@ def _verdict_reasons(verdicts: list[Verdict]) -> list[str]:
     """One line per verdict that needs explaining: why it is not resolved, and hack flags."""
     lines = []
     for v in sorted(verdicts, key=lambda v: (v.instance_id, v.attempt)):
-        explain = not v.resolved or v.excused_tests  # a resolve that needed an excuse says so
+        # a resolve that needed an excuse, or on a task that cannot fail, says so
+        explain = not v.resolved or v.excused_tests or v.task_defect
         why = v.reason.splitlines()[0][:160] if v.reason and explain else ""
+        if v.task_defect and v.task_defect not in why:
+            why = "; ".join(filter(None, [why, f"[yellow]{v.task_defect}[/]"]))
         if v.hack_flags:
             why = f"[yellow]hack flags: {', '.join(v.hack_flags)}[/] {why}"
         if why:

@@ -11,7 +11,15 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from swebounty.diffs import PatchError, check_text, parse_patch
-from swebounty.grading import _GIT, HACK_FLAGS, _summary, _with, grade
+from swebounty.grading import (
+    _GIT,
+    HACK_FLAGS,
+    _summary,
+    _with,
+    empty_never_resolves,
+    grade,
+    is_empty,
+)
 from swebounty.node.evaluate import TEST_CONFIG, is_js_test_file, js_test_files
 from swebounty.tasks import Submission, Task, TestResult, Verdict
 
@@ -60,7 +68,12 @@ def node_hack_flags(model_patch: str, hidden: list[str]) -> list[str]:
 
 def grade_node(task: Task, submission: Submission, tr: TestRun) -> Verdict:
     """The verdict of one attempt at a Node task from its test run. Browser (e2e) tests are
-    pytest files: they are graded by `grading.grade`, with the JavaScript hack flags added."""
+    pytest files: they are graded by `grading.grade`, with the JavaScript hack flags added.
+    An empty submission is never resolved (`grading.empty_never_resolves`)."""
+    return empty_never_resolves(_grade_node(task, submission, tr))
+
+
+def _grade_node(task: Task, submission: Submission, tr: TestRun) -> Verdict:
     if task.test_kind == "e2e":
         verdict = grade(
             task,
@@ -79,7 +92,7 @@ def grade_node(task: Task, submission: Submission, tr: TestRun) -> Verdict:
         attempt=submission.attempt,
         model_name_or_path=submission.model_name_or_path,
         status="error",
-        empty_patch=submission.is_empty,
+        empty_patch=is_empty(submission, None if tr.patch_error else tr.patch_method),
         hack_flags=node_hack_flags(submission.model_patch or "", js_test_files(task.test_patch)),
         patch_method=tr.patch_method if not tr.patch_error else None,
         exit_code=tr.exit_code,
