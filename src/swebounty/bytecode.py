@@ -50,9 +50,12 @@ log = logging.getLogger(__name__)
 
 ENABLED = True  # bench/overhead_real.py turns it off to measure what it saves
 MAX_PYC_BYTES = 16 << 20
-# A smaller module compiles in about the time its copy takes on a busy disk (bench/
-# bytecode_cache.py, tried at 0, 2 and 8 KiB): only larger ones are cached.
-MIN_SOURCE_BYTES = 2 << 10
+# Smaller modules (empty __init__.py files, a line or two) compile about as fast as they copy.
+# The floor was 2 KiB while workspaces were written to disk; with the copies in memory, the
+# modules of 256 B to 2 KiB save more than they cost: sympy-24152's sandboxed run 1.01 -> 0.88
+# CPU s, sympy-23191 1.10 -> 1.03, pylint-7228 and seaborn -0.03, for 2 ms more of copying
+# (alternating, median of 5, bench/overhead_real.py's tasks).
+MIN_SOURCE_BYTES = 256
 _VERSION = re.compile(r"^(\d+)\.(\d+)")
 _SHA = re.compile(r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")  # sha1 or sha256 object ids
 # Run with the workspace's files as data only: compile each job's file to OUT/<sha>.pyc.
