@@ -14,7 +14,6 @@ from typing import Any
 from benchkit import junit_time, median, timed_run
 from stages import Stages
 
-from swebounty import safefs
 from swebounty.demo import build_demo
 from swebounty.diffs import files_in_patch
 from swebounty.evalcontext import EvalContext
@@ -60,24 +59,20 @@ class Checkout:
         self.collect += ["--", *files]
 
 
-def bare_pytest(task: Task, ctx: EvalContext, root: Path, repeat: int) -> dict[str, Any]:
-    co = Checkout(task, ctx, root)
-    runs, session = [], []
-    for _ in range(repeat + 1):  # the first run also compiles the checkout's bytecode
-        runs.append(timed_run(co.argv, co.workspace, co.env))
-        session.append(junit_time(co.junit) or float("nan"))
+def sandbox_costs(co: Checkout, ctx: EvalContext, repeat: int) -> dict[str, Any]:
+    """Bare pytest's cold run (it compiles the checkout's bytecode), `python -c pass` and the
+    collection outside, and the same inside the sandbox, mounted as the harness mounts it
+    (writes in an overlay)."""
+    start = time.perf_counter()
+    subprocess.run(co.argv, cwd=co.workspace, env=co.env, capture_output=True, check=False)
     python = co.tenv.test_prefix[0]
-    result = {
-        "cold_s": runs[0],
-        "median_s": median(runs[1:]),
-        "runs_s": runs,
-        "session_s": median(session[1:]),
+    result: dict[str, Any] = {
+        "cold_s": time.perf_counter() - start,
         "python_start_s": median(
             [timed_run([python, "-c", "pass"], co.workspace, co.env) for _ in range(repeat)]
         ),
         "collect_s": median([timed_run(co.collect, co.workspace, co.env) for _ in range(repeat)]),
     }
-    # The same inside the sandbox, mounted as the harness mounts it (writes in an overlay).
     with ctx.lease() as sandbox:
         for path in (co.workspace, co.scratch / "layer"):
             sandbox.prepare_workdir(path)
@@ -95,9 +90,23 @@ def bare_pytest(task: Task, ctx: EvalContext, root: Path, repeat: int) -> dict[s
             [inside([python, "-c", "pass"]) for _ in range(repeat)]
         )
         result["sandbox_collect_s"] = median([inside(co.collect) for _ in range(repeat)])
-        result["sandbox_pytest_s"] = median([inside(co.argv_inside) for _ in range(repeat)])
-    safefs.remove_tree(co.scratch)
+        # Interleaved with the same run outside, so the machine's load weighs on both alike.
+        pairs = [
+            (inside(co.argv_inside), timed_run(co.argv, co.workspace, co.env))
+            for _ in range(repeat)
+        ]
+        result["sandbox_pytest_s"] = median([a for a, _ in pairs])
+        result["outside_pytest_s"] = median([b for _, b in pairs])
     return result
+
+
+def bare_round(checkouts: dict[str, Checkout]) -> dict[str, tuple[float, float]]:
+    """Bare pytest once on every task's warm checkout: (wall s, pytest's session s)."""
+    out = {}
+    for i, co in checkouts.items():
+        wall = timed_run(co.argv, co.workspace, co.env)
+        out[i] = (wall, junit_time(co.junit) or float("nan"))
+    return out
 
 
 def harness_pass(

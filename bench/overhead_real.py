@@ -7,8 +7,9 @@ Environments are built (or found) first and every task is evaluated once to warm
 is timed is the warm path. Then, all in this one run (the machines are shared: compare ratios):
 1. bare pytest: the task's test files run directly with pytest (the argv the harness uses),
    unsandboxed, in the same environment and per-task layer, in a checkout with the gold and
-   test patches applied; median of --repeat runs (the first run also compiles the checkout's
-   bytecode: reported apart as "cold");
+   test patches applied, once on every task before each pass of the harness, so each pass is
+   compared with the bare runs nearest in time (a first run that also compiles the
+   checkout's bytecode is reported apart as "cold");
 2. the harness: `evaluate_run` over all tasks in one call, one worker, gold submissions, as
    `swebounty eval --gold` runs it; --repeat times, then --repeat times more with the bytecode
    cache off (bytecode.py; the warm-up filled it), to show what it saves, and --repeat times
@@ -20,9 +21,13 @@ is timed is the warm path. Then, all in this one run (the machines are shared: c
    another is not counted twice), in the default passes and in the disk passes apart;
 3. `swebounty eval` itself (a subprocess: start-up, dataset, progress bar) over the same tasks;
 4. micro-measurements per task: the sandbox starting `true`, `python -c pass` inside vs
-   outside, and pytest's collection inside vs outside;
+   outside, pytest's collection inside vs outside, and its run (unguarded) inside vs outside,
+   interleaved;
 5. throughput: tasks per minute at --workers (default 1, 2) on the real tasks and at
    --demo-workers (default 1, 2, 4) on the bundled demo (its 4 tasks x --demo-attempts).
+Each task's overhead is the median over the passes of (its time in the pass - its bare run
+before the pass); the table shows its spread (min..max over the passes) and the summary the
+median over tasks pass by pass, so one noisy sample does not decide the figure.
 Prints the tables and writes everything to --json (bench/results/overhead_real.json).
 Its parts: the measurements in overhead_passes.py, the stage timer in stages.py, what the
 benches over real tasks share in benchkit.py.
@@ -40,7 +45,14 @@ import tempfile
 from pathlib import Path
 
 from benchkit import DEFAULT_TASKS, median, table, task_args
-from overhead_passes import bare_pytest, cli_eval, demo_throughput, harness_pass
+from overhead_passes import (
+    Checkout,
+    bare_round,
+    cli_eval,
+    demo_throughput,
+    harness_pass,
+    sandbox_costs,
+)
 from rich.console import Console
 from stages import Stages
 
@@ -62,12 +74,21 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--demo-attempts", type=int, default=6, help="gold attempts per demo task")
     p.add_argument("--skip-throughput", action="store_true")
     p.add_argument(
+        "--micro-repeat", type=int, default=3, help="runs of each sandbox cost and of the CLI"
+    )
+    p.add_argument(
+        "--skip-variants",
+        action="store_true",
+        help="leave out the passes without the bytecode cache and with workspaces on disk",
+    )
+    p.add_argument(
         "--json", type=Path, default=Path(__file__).parent / "results/overhead_real.json"
     )
     return p.parse_args()
 
 
-COLUMNS = ["task", "verdict", "bare s", "bare cold s", "harness s", "overhead s", "ratio"]
+COLUMNS = ["task", "verdict", "bare s", "bare min-max", "bare cold s", "harness s"]
+COLUMNS += ["overhead s", "overhead min-max", "ratio"]
 COLUMNS += ["overhead s, no bytecode cache", "overhead s, workspaces on disk"]
 
 
@@ -94,10 +115,11 @@ def main() -> None:
             build_task_env(t, ctx)
         harness_pass(tasks, ctx, store, 1, None)
 
-        bare = {}
+        checkouts, costs = {}, {}
         for n, t in enumerate(tasks, 1):
             console.print(f"[{n}/{len(tasks)}] bare pytest and the sandbox: {t.instance_id}")
-            bare[t.instance_id] = bare_pytest(t, ctx, work / "bare", args.repeat)
+            checkouts[t.instance_id] = Checkout(t, ctx, work / "bare")
+            costs[t.instance_id] = sandbox_costs(checkouts[t.instance_id], ctx, args.micro_repeat)
 
         console.print(f"the harness: evaluate_run over all tasks, {args.repeat} times")
         stages = Stages()
@@ -105,9 +127,14 @@ def main() -> None:
         # workspaces on disk, so a change in the machine's load weighs on all alike.
         memory_dir = ctx.memory_dir
         console.print(f"workspaces in memory: {memory_dir or 'no (on the cache disk)'}")
-        passes, uncached, on_disk = [], [], []
+        passes, uncached, on_disk, rounds = [], [], [], []
         for _ in range(args.repeat):
+            # Bare pytest on every task just before each pass: each pass is compared with the
+            # bare run nearest in time (the load of a shared machine drifts over minutes).
+            rounds.append(bare_round(checkouts))
             passes.append(harness_pass(tasks, ctx, store, 1, stages))
+            if args.skip_variants:
+                continue
             bytecode.ENABLED = False
             try:
                 uncached.append(harness_pass(tasks, ctx, store, 1, None))
@@ -119,11 +146,23 @@ def main() -> None:
                     on_disk.append(harness_pass(tasks, ctx, store, 1, stages, "disk"))
                 finally:
                     ctx.memory_dir = memory_dir
+        bare = {
+            i: {
+                **costs[i],
+                "median_s": median([r[i][0] for r in rounds]),
+                "runs_s": [r[i][0] for r in rounds],
+                "session_s": median([r[i][1] for r in rounds]),
+            }
+            for i in ids
+        }
         statuses = {v.instance_id: v.status for v in passes[-1][2]}
         harness = {i: median([p[1][i] for p in passes]) for i in ids}
-        no_cache = {i: median([p[1][i] for p in uncached]) for i in ids}
-        disk = {i: median([p[1][i] for p in on_disk]) for i in ids} if on_disk else dict(harness)
-        cli = median([cli_eval(args, ids, work / "cli-runs") for _ in range(args.repeat)])
+        nan = {i: float("nan") for i in ids}
+        no_cache = {i: median([p[1][i] for p in uncached]) for i in ids} if uncached else nan
+        disk = {i: median([p[1][i] for p in on_disk]) for i in ids} if on_disk else nan
+        if memory_dir is None:  # the default passes were on disk already
+            disk = dict(harness)
+        cli = median([cli_eval(args, ids, work / "cli-runs") for _ in range(args.micro_repeat)])
 
         rates: dict[str, dict[int, float]] = {"real": {}, "demo": {}}
         if not args.skip_throughput:
@@ -138,9 +177,13 @@ def main() -> None:
     load_after = os.getloadavg()
 
     rows, overheads, overheads_no_cache, overheads_disk = [], [], [], []
+    # The spread: each task's overhead in every pass (against bare pytest's median), and the
+    # median over the tasks pass by pass, so one noisy sample cannot decide the figure.
+    per_pass = {i: [p[1][i] - r[i][0] for p, r in zip(passes, rounds, strict=True)] for i in ids}
+    pass_medians = [median([per_pass[i][k] for i in ids]) for k in range(len(passes))]
     for i in ids:
         b, h = bare[i], harness[i]
-        overheads.append(h - b["median_s"])
+        overheads.append(median(per_pass[i]))
         overheads_no_cache.append(no_cache[i] - b["median_s"])
         overheads_disk.append(disk[i] - b["median_s"])
         rows.append(
@@ -148,9 +191,11 @@ def main() -> None:
                 i,
                 statuses.get(i, "?"),
                 f"{b['median_s']:.2f}",
+                f"{min(b['runs_s']):.2f}-{max(b['runs_s']):.2f}",
                 f"{b['cold_s']:.2f}",
                 f"{h:.2f}",
-                f"{h - b['median_s']:+.2f}",
+                f"{median(per_pass[i]):+.2f}",
+                f"{min(per_pass[i]):+.2f}..{max(per_pass[i]):+.2f}",
                 f"{h / b['median_s']:.2f}",
                 f"{no_cache[i] - b['median_s']:+.2f}",
                 f"{disk[i] - b['median_s']:+.2f}",
@@ -205,7 +250,11 @@ def main() -> None:
         ("sandbox start (`true`)", "sandbox_true_s", None),
         ("python -c pass: inside / outside", "sandbox_python_start_s", "python_start_s"),
         ("pytest --collect-only: inside / outside", "sandbox_collect_s", "collect_s"),
-        ("pytest run, warm checkout: inside (unguarded) / outside", "sandbox_pytest_s", "median_s"),
+        (
+            "pytest run, warm checkout: inside (unguarded) / outside, interleaved",
+            "sandbox_pytest_s",
+            "outside_pytest_s",
+        ),
         ("pytest run, fresh checkout: outside", "cold_s", None),
     ]
     out.print(
@@ -225,6 +274,8 @@ def main() -> None:
     summary = {
         "median_overhead_s": median(overheads),
         "mean_overhead_s": statistics.mean(overheads),
+        "median_overhead_per_pass_s": pass_medians,
+        "ratio_per_pass": [sum(p[1].values()) / bare_total for p in passes],
         "ratio_total": harness_total / bare_total,
         "median_overhead_no_bytecode_cache_s": median(overheads_no_cache),
         "ratio_total_no_bytecode_cache": sum(no_cache.values()) / bare_total,
@@ -238,6 +289,7 @@ def main() -> None:
     out.print(
         f"median overhead {summary['median_overhead_s']:.3f} s per task (target <= 0.3 s), "
         f"mean {summary['mean_overhead_s']:.3f} s; harness/bare {summary['ratio_total']:.2f}x; "
+        f"pass by pass {', '.join(f'{x:.3f}' for x in pass_medians)} s; "
         f"without the bytecode cache {summary['median_overhead_no_bytecode_cache_s']:.3f} s, "
         f"{summary['ratio_total_no_bytecode_cache']:.2f}x; with workspaces on disk "
         f"{summary['median_overhead_workspaces_on_disk_s']:.3f} s, "
@@ -268,6 +320,8 @@ def main() -> None:
             i: {
                 "verdict": statuses.get(i),
                 "harness_s": harness[i],
+                "harness_per_pass_s": [p[1][i] for p in passes],
+                "overhead_per_pass_s": per_pass[i],
                 "harness_no_bytecode_cache_s": no_cache[i],
                 "harness_workspaces_on_disk_s": disk[i],
                 **bare[i],
