@@ -104,6 +104,14 @@ def test_a_pass_to_pass_test_failing_at_base_is_excused_and_says_why(
     assert with_service != base_digest(task, ctx, "env-1")
     newer = httpbin.model_copy(update={"version": "0.10.3", "env_key": "svc-2"})
     assert base_digest(task, ctx, "env-1", [newer]) != with_service
+    # and the hosts they stand in for: base runs made without stand-ins are not reused
+    hosts = httpbin.model_copy(update={"hosts": ["httpbin.org"], "host_ports": ["80 http"]})
+    assert base_digest(task, ctx, "env-1", [hosts]) not in (
+        with_service,
+        base_digest(task, ctx, "env-1"),
+    )
+    more = hosts.model_copy(update={"hosts": ["httpbin.org", "www.google.co.uk"]})
+    assert base_digest(task, ctx, "env-1", [more]) != base_digest(task, ctx, "env-1", [hosts])
     # Another process (a fresh context) reads it instead of running the tests again.
     again = excuse(task, _verdict({P2P[1]: "failed"}), TestRun(env_key="env-1"), _ctx(tmp_path))
     assert again.status == "resolved" and runs.calls == [""]

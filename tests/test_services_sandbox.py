@@ -39,6 +39,7 @@ TESTS = """\
     import json
     import os
     import socket
+    import ssl
     import time
     import urllib.request
 
@@ -61,9 +62,32 @@ TESTS = """\
         assert body["url"].startswith(HTTPBIN)
 
 
-    def test_no_internet():
-        with pytest.raises(OSError):
-            socket.create_connection(("httpbin.org", 80), timeout=5).close()
+    def test_no_internet():  # names nothing stands in for resolve to nothing
+        for host, port in (("example.com", 80), ("pypi.org", 443), ("google.co.uk", 80)):
+            with pytest.raises(OSError):
+                socket.create_connection((host, port), timeout=5).close()
+
+
+    def test_stand_in_hosts():  # httpbin's own names (catalog) and requests' extra one
+        for url in ("http://httpbin.org/get?x=2", "https://httpbin.org/get?x=2",
+                    "http://www.google.co.uk/get?x=2", "https://www.httpbin.org/get?x=2"):
+            with urllib.request.urlopen(url, timeout=20) as answer:  # trusts $SSL_CERT_FILE
+                assert json.load(answer)["args"] == {"x": "2"}, url
+        assert socket.gethostbyname("www.google.co.uk") == "127.0.0.1"
+        context = ssl.create_default_context(cafile=os.environ["REQUESTS_CA_BUNDLE"])
+        with urllib.request.urlopen("https://httpbin.org/get", context=context) as answer:
+            assert answer.status == 200
+        with pytest.raises(OSError):  # the certificate names the stand-in hosts only
+            urllib.request.urlopen("https://localhost/get", context=context, timeout=20)
+
+
+    def test_the_ca_key_is_out_of_reach():
+        folder = os.path.dirname(os.environ["SSL_CERT_FILE"])
+        assert sorted(os.listdir(folder)) == ["ca.pem", "cert.pem", "key.pem"]
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(os.path.join(folder, "cert.pem"), os.path.join(folder, "key.pem"))
+        with pytest.raises(ssl.SSLError):  # the one key in reach is the server's, not the CA's
+            context.load_cert_chain(os.path.join(folder, "ca.pem"), os.path.join(folder, "key.pem"))
 
 
     def test_https_to_the_plain_port_fails_at_once():  # as requests' mixed-case scheme test
@@ -74,7 +98,8 @@ TESTS = """\
 """
 F2P = ["tests/test_a.py::test_fixed"]
 P2P = ["tests/test_a.py::test_httpbin", "tests/test_a.py::test_no_internet",
-       "tests/test_a.py::test_https_to_the_plain_port_fails_at_once"]  # fmt: skip
+       "tests/test_a.py::test_https_to_the_plain_port_fails_at_once",
+       "tests/test_a.py::test_stand_in_hosts", "tests/test_a.py::test_the_ca_key_is_out_of_reach"]  # fmt: skip
 FORGED_APP = """\
 import json
 
@@ -145,7 +170,11 @@ def test_tests_reach_the_local_httpbin_and_not_the_internet(requests_like: dict[
     assert gold.status == "resolved", gold.reason
     assert not gold.excused_tests  # nothing failed: no network excuse was needed
     assert [(s.name, s.version) for s in gold.services] == [("httpbin", "0.10.2")]
-    assert gold.services[0].env == {"HTTPBIN_URL": "http://127.0.0.1:47080/"}
+    use = gold.services[0]
+    assert use.env["HTTPBIN_URL"] == "http://127.0.0.1:47080/"
+    assert use.env["SSL_CERT_FILE"] == use.env["REQUESTS_CA_BUNDLE"]
+    assert use.hosts == ["httpbin.org", "www.httpbin.org", "www.google.co.uk"]
+    assert use.host_ports == ["80 http", "443 https"] and not use.missing
     assert "httpbin==0.10.2" in gold.services[0].packages
     assert gold.log_dir and (Path(gold.log_dir) / "service-httpbin.log").is_file()
     # `envs prune --keep-run` keeps the service's environment with the tests' own

@@ -221,11 +221,14 @@ def base_digest(
     task: Task, ctx: BaseContext, env_key: str | None, services: Sequence[ServiceUse] = ()
 ) -> str:
     """What names a base run: the task's tests, how they run, the environment's key, and the
-    test services' names, versions and environments (none: the digest of before they were)."""
+    test services' names, versions and environments, and the hosts they stood in for (none:
+    the digest of before they were)."""
     key = [task.instance_id, task.base_commit, task.test_patch, ctx.keep_test_infra, env_key,
            task.FAIL_TO_PASS, task.PASS_TO_PASS, RECORD_FORMAT]  # fmt: skip
     if services:
-        key.append([[s.name, s.version, s.env_key] for s in services])
+        # Stand-in hosts only when served: the digest of a service without them is unchanged.
+        key.append([[s.name, s.version, s.env_key, *([s.hosts, s.host_ports] if s.hosts else [])]
+                    for s in services])  # fmt: skip
     return hashlib.sha256(json.dumps(key).encode()).hexdigest()[:20]
 
 

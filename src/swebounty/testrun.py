@@ -263,7 +263,7 @@ def _run_guarded(
     argv = runner_argv(python, guard_dir / "config.json")
     argv, variables = services.attach(sandbox, argv, task_env.env, mounts)
     result.services = services.uses()
-    policy = ctx.policy.model_copy(update={"env": variables})
+    policy = ctx.policy.model_copy(update={"env": variables, **services.network()})
     run = sandbox.run(
         argv, workdir=workspace, mounts=mounts, policy=policy, stdin=key, result_channel=True
     )

@@ -14,10 +14,13 @@ import sys
 from datetime import date, datetime
 from importlib import resources
 from pathlib import Path
+from typing import TypeVar
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from swebounty.sandbox.base import HOST_NAME
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -48,6 +51,19 @@ class Override(BaseModel):
     services: list[str] = Field(
         default_factory=list, description="test services its tests call (services/catalog.toml)"
     )
+    hosts: dict[str, str] = Field(
+        default_factory=dict,
+        description="more internet host names its tests call, each routed to one of its "
+        "services, which answers for it on the loopback (e.g. an off-host redirect target)",
+    )
+
+    @field_validator("hosts")
+    @classmethod
+    def _host_names(cls, value: dict[str, str]) -> dict[str, str]:
+        bad = [h for h in value if not HOST_NAME.match(h) or h.lower() == "localhost"]
+        if bad:
+            raise ValueError(f"not host names a service may stand in for: {bad}")
+        return value
 
     @field_validator("versions")
     @classmethod
@@ -87,16 +103,27 @@ class OverrideFile(BaseModel):
 def load_overrides(path: Path | None = None) -> list[Override]:
     """The shipped overrides, or those of `path`. A broken file is an error, not a warning:
     silently ignoring it would change every environment built."""
+    return load_toml(OverrideFile, "swebounty.envs", "overrides.toml", path, ValueError).override
+
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def load_toml(
+    model: type[Model], package: str, name: str, path: Path | None, error: type[Exception]
+) -> Model:
+    """A data file validated by `model`: the one shipped in `package` as `name`, or the one
+    at `path`. Raises `error` naming the file when it is not valid TOML or not valid data."""
     if path is None:
-        text = resources.files("swebounty.envs").joinpath("overrides.toml").read_text("utf-8")
-        source = "swebounty/envs/overrides.toml"
+        text = resources.files(package).joinpath(name).read_text("utf-8")
+        source = f"{package.replace('.', '/')}/{name}"
     else:
         text = Path(path).read_text(encoding="utf-8")
         source = str(path)
     try:
-        return OverrideFile.model_validate(tomllib.loads(text)).override
+        return model.model_validate(tomllib.loads(text))
     except (tomllib.TOMLDecodeError, ValueError) as exc:
-        raise ValueError(f"{source} is invalid: {exc}. Fix the file (see its header).") from exc
+        raise error(f"{source} is invalid: {exc}. Fix the file (see its header).") from exc
 
 
 def matching(

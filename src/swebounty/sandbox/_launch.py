@@ -14,13 +14,20 @@ In order, and each step only when the spec asks for it:
    700) where pyenv interpreters, environments and the bwrap wheel live, but it can reach the
    stage, and nothing of this is visible on the host; and mount the bounded tmpfs that holds
    the writes of ephemeral mounts (bwrap overlays them on the host paths);
-3. set the rlimits (NPROC is only enforced once the real uid is not 0);
-4. drop to the sandbox uid/gid with no supplementary groups;
-5. ask for SIGKILL when the harness process dies (PR_SET_PDEATHSIG; after step 4, which clears
+3. (stand-in hosts only) make the sandbox's network namespace here rather than in bwrap,
+   bring its loopback up and let every uid in it bind ports below 1024 (the
+   net.ipv4.ip_unprivileged_port_start sysctl is per network namespace: the host keeps its
+   own). Root does it before dropping privileges; an ordinary user first makes a user
+   namespace that maps only its own uid and gid, which gives it the capabilities it needs
+   over that network namespace alone. bwrap then runs with --share-net: the sandbox gets this
+   namespace, with nothing but its loopback, and has no capability over it;
+4. set the rlimits (NPROC is only enforced once the real uid is not 0);
+5. drop to the sandbox uid/gid with no supplementary groups;
+6. ask for SIGKILL when the harness process dies (PR_SET_PDEATHSIG; after step 4, which clears
    it): a killed harness (a Ray worker killed mid-task, a SIGKILLed CLI) takes the sandbox with
    it through bwrap's --die-with-parent, instead of leaving a tree that no timeout bounds any
    more and that keeps its uid busy;
-6. exec the command (bwrap, or the command itself for the unsafe backend).
+7. exec the command (bwrap, or the command itself for the unsafe backend).
 """
 
 from __future__ import annotations
@@ -31,6 +38,11 @@ import resource
 import sys
 
 CLONE_NEWNS = 0x00020000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWNET = 0x40000000
+SIOCGIFFLAGS = 0x8913
+SIOCSIFFLAGS = 0x8914
+IFF_UP = 0x1
 MS_NOSUID = 0x2
 MS_NODEV = 0x4
 MS_BIND = 0x1000
@@ -107,6 +119,31 @@ def _stage(stage_dir: str, binds: list[list[str]], overlay: dict[str, object] | 
                 os.chown(path, uid, gid)
 
 
+def _own_network() -> None:
+    import ctypes
+    import fcntl
+    import socket
+    import struct
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if os.geteuid() == 0:
+        _libc_call(libc, "unshare", CLONE_NEWNET)
+    else:
+        uid, gid = os.getuid(), os.getgid()
+        _libc_call(libc, "unshare", CLONE_NEWNET | CLONE_NEWUSER)
+        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"),
+                           ("gid_map", f"{gid} {gid} 1")):  # fmt: skip
+            with open(f"/proc/self/{name}", "w") as f:
+                f.write(text)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        request = struct.pack("16sH14s", b"lo", 0, b"")
+        flags = struct.unpack("16sH14s", fcntl.ioctl(s, SIOCGIFFLAGS, request))[1]
+        fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sH14s", b"lo", flags | IFF_UP, b""))
+    # /proc/sys/net is the calling process's own network namespace: the host's is untouched.
+    with open("/proc/sys/net/ipv4/ip_unprivileged_port_start", "w") as f:
+        f.write("0")
+
+
 def _die_with_harness(harness_pid: int) -> None:
     import ctypes
 
@@ -135,6 +172,11 @@ def main() -> None:
             _stage(stage["dir"], stage["binds"], stage.get("overlay"))
         except OSError as e:
             _fail("staging mounts", e)
+    if spec.get("low_ports"):
+        try:
+            _own_network()
+        except OSError as e:
+            _fail("making the network namespace", e)
     try:
         for name, value in spec.get("rlimits", {}).items():
             resource.setrlimit(RLIMITS[name], (value, value))

@@ -48,6 +48,7 @@ class Launch:
     uid: int | None = None
     gid: int | None = None
     stage: dict[str, Any] | None = None
+    low_ports: bool = False  # a network namespace of the launcher's whose ports all bind
     pass_fds: list[int] = field(default_factory=list)
     stdin: bytes = b""
     channel_fd: int | None = None  # read end of the result channel (see open_channel)
@@ -184,6 +185,7 @@ def run_launch(launch: Launch, policy: Policy) -> RunResult:
         "uid": launch.uid,
         "gid": launch.gid,
         "stage": launch.stage,
+        "low_ports": launch.low_ports,
         "cgroups": cgroups.join_spec,
         "rlimits": rlimits(policy),
         "status_fd": status_w,

@@ -8,10 +8,15 @@ harness's files is.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
+
+# A DNS name: labels of letters, digits and inner hyphens (nothing a hosts file could misread).
+HOST_NAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+                       r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$")  # fmt: skip
 
 
 class Mount(BaseModel):
@@ -50,6 +55,25 @@ class Policy(BaseModel):
     )
     network: bool = Field(False, description="allow network access (never for grading)")
     env: dict[str, str] = Field(default_factory=dict, description="the whole environment")
+    hosts: list[str] = Field(
+        default_factory=list,
+        description="host names that resolve to 127.0.0.1 inside (the hosts test services "
+        "stand in for, services/); isolated backends only",
+    )
+    low_ports: bool = Field(
+        False,
+        description="any process inside may listen on ports below 1024 of the sandbox's own "
+        "loopback (a stand-in for http://host/ listens on 80); isolated backends only, never "
+        "with `network`",
+    )
+
+    @field_validator("hosts")
+    @classmethod
+    def _host_names(cls, value: list[str]) -> list[str]:
+        bad = [h for h in value if not HOST_NAME.match(h)]
+        if bad:
+            raise ValueError(f"not host names: {bad}")
+        return value
 
 
 class RunResult(BaseModel):

@@ -9,6 +9,8 @@ host) from which bwrap binds them back at their own paths.
 
 Inside: read-only /usr, /etc and the merged-/usr links, fresh /proc and /dev, private /tmp,
 HOME=/tmp, the workdir writable, each Mount at its own path, nothing else of the host.
+Network: none but a loopback of its own; with Policy.hosts those names resolve to it, and with
+Policy.low_ports the launcher makes the namespace so that its ports below 1024 bind.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from swebounty.sandbox import seccomp
 from swebounty.sandbox._cgroups import sweep_stale
 from swebounty.sandbox._lease import leased_uid
 from swebounty.sandbox._process import CHANNEL_ENV, Launch, SandboxError, open_channel, run_launch
-from swebounty.sandbox.base import Mount, Policy, RunResult
+from swebounty.sandbox.base import HOST_NAME, Mount, Policy, RunResult
 
 log = logging.getLogger(__name__)
 
@@ -254,6 +256,7 @@ class BwrapSandbox:
                 stdin=stdin,
                 channel_fd=channel_r,
                 close_after_start=close_after_start,
+                low_ports=self._own_network(policy),
             )
             return run_launch(launch, policy)
         finally:
@@ -285,15 +288,15 @@ class BwrapSandbox:
             "--hostname",
             HOSTNAME,
         ]
-        if policy.network:
-            args.append("--share-net")
+        if policy.network or self._own_network(policy):
+            args.append("--share-net")  # the host's, or the launcher's new one (_launch.py)
         for name in _SYSTEM_DIRS:
             host = Path("/") / name
             if host.is_symlink():
                 args += ["--symlink", os.readlink(host), str(host)]
             elif host.is_dir():
                 args += ["--ro-bind", str(host), str(host)]
-        for dest, data in self._etc_files().items():
+        for dest, data in _etc_files(self.uid, self.gid, tuple(policy.hosts)).items():
             fds.append(_memfd("swebounty-etc", data))
             args += ["--ro-bind-data", str(fds[-1]), dest]
         args += ["--proc", "/proc", "--dev", "/dev"]
@@ -304,16 +307,25 @@ class BwrapSandbox:
         args += [*size, "--tmpfs", "/dev/shm", *size, "--tmpfs", "/tmp"]
         return args
 
-    def _etc_files(self) -> dict[str, bytes]:
-        return _etc_files(self.uid, self.gid)
+    @staticmethod
+    def _own_network(policy: Policy) -> bool:
+        """Whether the launcher makes the network namespace (ports below 1024 bind in it)."""
+        return policy.low_ports and not policy.network
 
 
 @functools.lru_cache(maxsize=8)
-def _etc_files(uid: int, gid: int) -> dict[str, bytes]:
+def _etc_files(uid: int, gid: int, stand_ins: tuple[str, ...] = ()) -> dict[str, bytes]:
     """/etc files the sandbox gets instead of the host's: localhost must resolve, and the
-    sandbox uid should have a name (getpass.getuser(), ~ expansion)."""
+    sandbox uid should have a name (getpass.getuser(), ~ expansion). `stand_ins` (names
+    checked by Policy) resolve to the loopback too, where a test service answers for them."""
+    # Checked again: a Policy made by model_copy(update=...) was never validated.
+    bad = [name for name in stand_ins if not HOST_NAME.match(name)]
+    if bad:
+        raise SandboxError(f"not host names: {bad}")
+    lines = "".join(f"127.0.0.1\t{name}\n" for name in stand_ins)
     hosts = (
         f"127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t{HOSTNAME}\n"
+        + lines
     ).encode()
     user = pwd.getpwuid(uid).pw_name if _has_uid(uid) else SANDBOX_USER
     passwd = _with_entry(

@@ -12,19 +12,13 @@ it into a failure that looks like the submission's.
 from __future__ import annotations
 
 import re
-import sys
 from datetime import datetime
-from importlib import resources
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from swebounty.envs.overrides import Override, matching
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
+from swebounty.envs.overrides import Override, load_toml, matching
+from swebounty.sandbox.base import HOST_NAME
 
 PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 EXACT_PIN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*==[A-Za-z0-9.+!_-]+$")
@@ -49,6 +43,22 @@ class Service(BaseModel):
     port: int = Field(ge=1024, le=65535)
     env: dict[str, str] = Field(default_factory=dict, description="for the tests; {port}")
     ready_s: float = Field(60.0, gt=0, le=600)
+    hosts: list[str] = Field(
+        default_factory=list, description="internet host names it stands in for (loopback)"
+    )
+    http_ports: list[int] = Field(default_factory=list, description="where hosts answer plainly")
+    tls_ports: list[int] = Field(
+        default_factory=list, description="where hosts answer with TLS (a certificate of a CA "
+        "made for the run's environment); needs cryptography among the packages",
+    )  # fmt: skip
+
+    @field_validator("hosts")
+    @classmethod
+    def _host_names(cls, value: list[str]) -> list[str]:
+        bad = [h for h in value if not HOST_NAME.match(h) or h.lower() == "localhost"]
+        if bad:
+            raise ValueError(f"not host names a service may stand in for: {bad}")
+        return [h.lower() for h in value]
 
     @field_validator("packages")
     @classmethod
@@ -79,16 +89,38 @@ class Service(BaseModel):
                 raise ValueError(f"{where} has unknown placeholders {sorted(unknown)}")
         if not any(p.split("==")[0].lower() == self.version_of.lower() for p in self.packages):
             raise ValueError(f"version_of {self.version_of!r} is not one of the packages")
+        ports = [*self.http_ports, *self.tls_ports]
+        if (
+            len(set(ports)) != len(ports)
+            or self.port in ports
+            or not all(0 < p < 65536 for p in ports)
+        ):
+            raise ValueError(f"http_ports and tls_ports must be distinct ports, not {self.port}")
+        if self.hosts and not ports:
+            raise ValueError("hosts need http_ports or tls_ports: where they answer")
+        if self.tls_ports and not self.pinned("cryptography"):
+            raise ValueError("tls_ports need cryptography among the packages (tlsgen.py)")
         return self
+
+    def pinned(self, package: str) -> str | None:
+        """The pinned version of `package`, or None."""
+        for pin in self.packages:
+            name, _, version = pin.partition("==")
+            if name.lower() == package.lower():
+                return version
+        return None
 
     @property
     def version(self) -> str:
         """The pinned version of `version_of`: what a verdict names the service by."""
-        for pin in self.packages:
-            name, _, version = pin.partition("==")
-            if name.lower() == self.version_of.lower():
-                return version
-        raise AssertionError("checked by the validator")
+        found = self.pinned(self.version_of)
+        assert found is not None, "checked by the validator"
+        return found
+
+    @property
+    def stand_ins(self) -> list[str]:
+        """Where it answers for its hosts, as a verdict records it: "80 http", "443 https"."""
+        return [f"{p} http" for p in self.http_ports] + [f"{p} https" for p in self.tls_ports]
 
     def command(self, python: str, port: int, tools: str = "") -> list[str]:
         """`tools`: swebounty/services/ (its helpers, such as gunicorn_conf.py)."""
@@ -125,16 +157,7 @@ def _fill(text: str, **values: str) -> str:
 
 def load_catalog(path: Path | None = None) -> Catalog:
     """The shipped catalog, or the one at `path`."""
-    if path is None:
-        text = resources.files("swebounty.services").joinpath("catalog.toml").read_text("utf-8")
-        source = "swebounty/services/catalog.toml"
-    else:
-        text = Path(path).read_text(encoding="utf-8")
-        source = str(path)
-    try:
-        return Catalog.model_validate(tomllib.loads(text))
-    except (tomllib.TOMLDecodeError, ValueError) as exc:
-        raise ServiceError(f"{source} is invalid: {exc}. Fix the file (see its header).") from exc
+    return load_toml(Catalog, "swebounty.services", "catalog.toml", path, ServiceError)
 
 
 def declared(
@@ -145,6 +168,28 @@ def declared(
     when: datetime | None,
 ) -> list[Service]:
     """The services the overrides declare for this repository (version, base commit date), in
-    the order declared, each once. Raises ServiceError for a name the catalog does not hold."""
-    names = [n for o in matching(overrides, repo, version, when) for n in o.services]
-    return [catalog.get(n) for n in dict.fromkeys(names)]
+    the order declared, each once, with the host names the overrides route to them added.
+    Raises ServiceError for a name the catalog does not hold, a host routed to a service not
+    declared, a host claimed twice, or two services standing in on the same port."""
+    found = matching(overrides, repo, version, when)
+    names = [n for o in found for n in o.services]
+    services = {n: catalog.get(n) for n in dict.fromkeys(names)}
+    extra: dict[str, list[str]] = {}
+    for o in found:
+        for host, name in o.hosts.items():
+            if name not in services:
+                raise ServiceError(f"{repo}: host {host!r} is routed to {name!r}, a service "
+                                   "its overrides do not declare")  # fmt: skip
+            extra.setdefault(name, []).append(host.lower())
+    result = [s.model_copy(update={"hosts": list(dict.fromkeys(s.hosts + extra.get(s.name, [])))})
+              for s in services.values()]  # fmt: skip
+    for s in result:
+        if s.hosts and not s.stand_ins:
+            raise ServiceError(f"{repo}: hosts are routed to {s.name!r}, which answers on no "
+                               "port of theirs (http_ports, tls_ports)")  # fmt: skip
+    hosts = [h for s in result for h in s.hosts]
+    ports = [p for s in result if s.hosts for p in [*s.http_ports, *s.tls_ports]]
+    if len(set(hosts)) != len(hosts) or len(set(ports)) != len(ports):
+        raise ServiceError(f"{repo}: two test services stand in for the same host or on the "
+                           f"same port (hosts {hosts}, ports {ports})")  # fmt: skip
+    return result

@@ -19,3 +19,10 @@ class ServiceUse(BaseModel):
     env_key: str = Field("", description="its cached environment")
     url: str = Field("", description="where the tests reached it, inside the sandbox")
     env: dict[str, str] = Field(default_factory=dict, description="what the tests were told")
+    hosts: list[str] = Field(
+        default_factory=list, description="internet host names it answered for (loopback)"
+    )
+    host_ports: list[str] = Field(
+        default_factory=list, description="where it answered for them: '80 http', '443 https'"
+    )
+    missing: str = Field("", description="why hosts it stands in for were not served")

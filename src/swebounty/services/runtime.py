@@ -10,23 +10,45 @@ on the loopback, waits for its port, runs the tests and stops it. The service's 
 and the driver are mounted read-only; the service runs from its environment's folder with `-I`
 and a clean environment, so nothing of the workspace (the submission's files) is on its path.
 Its log is the one thing it writes outside the sandbox's private /tmp.
+
+Stand-in hosts: a service that stands in for internet hosts (catalog `hosts`, and the names a
+repository's overrides route to it) gets a second driver whose app is relay.py: it answers on
+the hosts' ports (80, 443) and forwards to the service. The sandbox resolves those names to
+its loopback and lets it bind ports below 1024 (Policy.hosts, Policy.low_ports); the TLS files
+(tlsgen.py: a CA whose key was never kept) are made once per environment and set of hosts, and
+the tests are told to trust that CA through the variables of TRUST_VARIABLES. The --unsafe
+backend has neither a hosts file nor a network of its own: there the stand-ins are not served
+and the verdict's record says so (ServiceUse.missing).
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
+import os
+import shutil
 import socket
+import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from swebounty import safefs
-from swebounty.envs import Environment, EnvManager
+from swebounty.envs import EnvBuildError, Environment, EnvManager
 from swebounty.sandbox.base import Mount, RunResult, Sandbox
 from swebounty.services.catalog import Catalog, Service, load_catalog
 from swebounty.services.models import ServiceUse
 from swebounty.tasks import EnvSpec
 
 DRIVER = Path(__file__).resolve().with_name("driver.py")
+RELAY = DRIVER.with_name("relay.py")
+TLSGEN = DRIVER.with_name("tlsgen.py")
+# What tests read to trust a CA: requests (when it reads the environment), Python's ssl and
+# most OpenSSL clients, curl, Node.
+TRUST_VARIABLES = ("REQUESTS_CA_BUNDLE", "SSL_CERT_FILE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS")
+TLS_FORMAT = 1  # bump when tlsgen.py's files change: names the cached TLS folders
+UNSERVED = "stand-in hosts need an isolated sandbox (its own hosts file and network)"
 APP_DID_NOT_ANSWER = 90  # driver.py's exit code when a service never answered
 LOG_LIMIT = 16 << 20
 
@@ -46,7 +68,9 @@ def service_spec(service: Service) -> EnvSpec:
 class Built:
     service: Service
     env: Environment
+    tls: Path | None = None  # tlsgen.py's files, when the service has tls_ports
     port: int = 0  # chosen by wrap()
+    hosts_served: bool = False  # set by wrap(): only in an isolated sandbox
 
 
 @dataclass
@@ -65,16 +89,31 @@ class StandIns:
         --unsafe, services of runs side by side share the host's loopback: a free one."""
         for b in self.built:
             b.port = b.service.port if isolated else _free_port()
+            b.hosts_served = isolated and bool(b.service.hosts)
         for b in reversed(self.built):
             python = str(b.env.python)
+            if b.hosts_served:
+                s = b.service
+                relay = [python, "-I", str(RELAY), "--to", str(b.port)]
+                relay += [a for p in s.http_ports for a in ("--http", str(p))]
+                relay += [a for p in s.tls_ports for a in ("--https", str(p))]
+                if b.tls:
+                    relay += ["--cert", str(b.tls / "cert.pem"), "--key", str(b.tls / "key.pem")]
+                argv = self._driver(b, f"{s.name}-relay", [*s.http_ports, *s.tls_ports][-1],
+                                    relay, argv)  # fmt: skip
             cmd = b.service.command(python, b.port, str(DRIVER.parent))
-            clean = ["/usr/bin/env", "-i", f"PATH={b.env.path / 'bin'}:/usr/bin:/bin",
-                     "HOME=/tmp", "TMPDIR=/tmp", "LANG=C.UTF-8", "LC_ALL=C.UTF-8"]  # fmt: skip
-            argv = [python, "-I", str(DRIVER), "--port", str(b.port),
-                    "--app-log", str(self.logs / f"{b.service.name}.log"),
-                    "--app-cwd", str(b.env.path), "--ready-s", str(b.service.ready_s),
-                    "--", *clean, cmd[0], "-I", *cmd[1:], "--pytest", *argv]  # fmt: skip
+            argv = self._driver(b, b.service.name, b.port, [cmd[0], "-I", *cmd[1:]], argv)
         return argv
+
+    def _driver(self, b: Built, log: str, port: int, app: list[str], tests: list[str]) -> list[str]:
+        """driver.py starting `app` (from the service's folder, in a clean environment), then,
+        once `port` answers, `tests`."""
+        clean = ["/usr/bin/env", "-i", f"PATH={b.env.path / 'bin'}:/usr/bin:/bin",
+                 "HOME=/tmp", "TMPDIR=/tmp", "LANG=C.UTF-8", "LC_ALL=C.UTF-8"]  # fmt: skip
+        return [str(b.env.python), "-I", str(DRIVER), "--port", str(port),
+                "--app-log", str(self.logs / f"{log}.log"),
+                "--app-cwd", str(b.env.path), "--ready-s", str(b.service.ready_s),
+                "--", *clean, *app, "--pytest", *tests]  # fmt: skip
 
     def attach(
         self, sandbox: Sandbox, argv: list[str], env: dict[str, str], mounts: list[Mount]
@@ -88,6 +127,12 @@ class StandIns:
         mounts += self.mounts()
         return argv, {**env, **self.variables()}
 
+    def network(self) -> dict[str, object]:
+        """The Policy fields the stand-in hosts need (call after `attach`): their names resolve
+        to the loopback, whose ports below 1024 bind."""
+        hosts = [h for b in self.built if b.hosts_served for h in b.service.hosts]
+        return {"hosts": hosts, "low_ports": True} if hosts else {}
+
     def explain(self, crash: str | None, run: RunResult) -> str | None:
         """A run without results whose driver said a service never answered. Still a crash
         for baseline.py to attribute: the tests could exit with that code too."""
@@ -98,14 +143,12 @@ class StandIns:
 
     def variables(self) -> dict[str, str]:
         """What the tests are told (call after `wrap`: the ports are chosen there)."""
-        found: dict[str, str] = {}
-        for b in self.built:
-            found.update(b.service.variables(b.port))
-        return found
+        return {k: v for b in self.built for k, v in _variables(b).items()}
 
     def mounts(self) -> list[Mount]:
         paths = {DRIVER.parent} | {p for b in self.built for p in (b.env.path,
                                                                      b.env.interpreter_prefix)}  # fmt: skip
+        paths |= {b.tls for b in self.built if b.tls and b.hosts_served}
         return [Mount(path=p) for p in sorted(paths)] + [Mount(path=self.logs, writable=True)]
 
     def uses(self) -> list[ServiceUse]:
@@ -118,7 +161,10 @@ class StandIns:
                 python=b.env.interpreter,
                 env_key=b.env.key,
                 url=f"http://127.0.0.1:{b.port}/" if b.port else "",
-                env=b.service.variables(b.port) if b.port else {},
+                env=_variables(b) if b.port else {},
+                hosts=list(b.service.hosts) if b.hosts_served else [],
+                host_ports=b.service.stand_ins if b.hosts_served else [],
+                missing="" if b.hosts_served or not b.service.hosts or not b.port else UNSERVED,
             )
             for b in self.built
         ]
@@ -126,10 +172,10 @@ class StandIns:
     def keep_logs(self, log_dir: Path) -> None:
         """Copy the services' logs (written in the sandbox: read link-free, bounded)."""
         for b in self.built:
-            name = f"{b.service.name}.log"
-            data = safefs.read_beneath(self.logs, name, LOG_LIMIT)
-            if data is not None:
-                (log_dir / f"service-{name}").write_bytes(data)
+            for name in (f"{b.service.name}.log", f"{b.service.name}-relay.log"):
+                data = safefs.read_beneath(self.logs, name, LOG_LIMIT)
+                if data is not None:
+                    (log_dir / f"service-{name}").write_bytes(data)
 
 
 def build(services: list[Service], envs: EnvManager, scratch: Path) -> StandIns:
@@ -142,8 +188,44 @@ def build(services: list[Service], envs: EnvManager, scratch: Path) -> StandIns:
     empty = scratch / "service-project"  # the build installs no project: nothing to read
     empty.mkdir(exist_ok=True)
     built = [Built(service=s, env=envs.ensure(service_spec(s), empty)) for s in services]
+    for b in built:
+        if b.service.hosts and b.service.tls_ports:
+            b.tls = tls_files(b.env, b.service.hosts, envs.cache.root / "tls")
     logs.mkdir(mode=0o755)
     return StandIns(built=built, logs=logs)
+
+
+def tls_files(env: Environment, hosts: list[str], root: Path) -> Path:
+    """The folder of tlsgen.py's files for these hosts, made with `env`'s interpreter the
+    first time (into a new folder, renamed into place: runs side by side may race)."""
+    key = json.dumps([TLS_FORMAT, env.key, sorted(hosts)]).encode()
+    final = root / hashlib.sha256(key).hexdigest()[:20]
+    if (final / "key.pem").is_file():
+        return final
+    root.mkdir(mode=0o755, parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".new-", dir=root))
+    try:
+        made = subprocess.run([str(env.python), "-I", str(TLSGEN), str(work), *sorted(hosts)],
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+        if made.returncode != 0:
+            raise EnvBuildError(f"could not make the TLS files of the stand-in hosts {hosts} "
+                                f"with {env.python}: {made.stderr[-2000:]}")  # fmt: skip
+        os.chmod(work, 0o755)
+        try:
+            os.rename(work, final)
+        except OSError:  # another run made it first
+            if not (final / "key.pem").is_file():
+                raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return final
+
+
+def _variables(b: Built) -> dict[str, str]:
+    found = b.service.variables(b.port)
+    if b.hosts_served and b.tls:
+        found.update(dict.fromkeys(TRUST_VARIABLES, str(b.tls / "ca.pem")))
+    return found
 
 
 def _free_port() -> int:
