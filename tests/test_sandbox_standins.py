@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import socket
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -77,8 +76,7 @@ def _probe(tmp_path: Path, policy: Policy) -> dict[str, object]:
     sandbox.prepare_workdir(work)
     with socket.socket() as host_server:  # a listener on the host's own loopback
         host_server.bind(("127.0.0.1", 0))
-        host_server.listen()
-        threading.Thread(target=lambda: host_server.accept(), daemon=True).start()
+        host_server.listen()  # its backlog would accept a connection: none must arrive
         port = host_server.getsockname()[1]
         result = sandbox.run([sys.executable, "-I", "-c", PROBE, SYSCTL, str(port)],
                              workdir=work, mounts=_python_mounts(), policy=policy)  # fmt: skip
