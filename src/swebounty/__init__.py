@@ -19,11 +19,10 @@ if _typing.TYPE_CHECKING:
         RecordError,
         Submission,
         Task,
-        TestResult,
-        Verdict,
         load_predictions,
         load_tasks,
     )
+    from swebounty.verdicts import TestResult, Verdict
 
 # Public name -> the module that defines it.
 _WHERE = {
@@ -38,8 +37,8 @@ _WHERE = {
     "RecordError": "swebounty.tasks",
     "Submission": "swebounty.tasks",
     "Task": "swebounty.tasks",
-    "TestResult": "swebounty.tasks",
-    "Verdict": "swebounty.tasks",
+    "TestResult": "swebounty.verdicts",
+    "Verdict": "swebounty.verdicts",
     "load_predictions": "swebounty.tasks",
     "load_tasks": "swebounty.tasks",
     "score_run": "swebounty.scoring",

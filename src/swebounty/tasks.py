@@ -1,5 +1,5 @@
-"""Task, Submission, Attempt and Verdict: the data that crosses every boundary (files, CLI,
-store), and loading datasets and predictions into them.
+"""Task, Submission and Attempt: the data that crosses every boundary (files, CLI, store), and
+loading datasets and predictions into them. Verdicts are verdicts.py's (re-exported here).
 
 Reads SWE-bench datasets (`.json` list, `.jsonl`, `.parquet`; FAIL_TO_PASS/PASS_TO_PASS as lists
 or JSON strings; extra fields kept), Multi-SWE-bench's records (see `multiswe.py`) and SWE-bench
@@ -34,12 +34,17 @@ from swebounty.records import (
 from swebounty.records import (
     RecordError as RecordError,  # defined with the reading, imported from here by callers
 )
-from swebounty.services.models import ServiceUse
+
+# Verdicts are verdicts.py's; many callers import them from here.
+from swebounty.verdicts import BaseFailures as BaseFailures
+from swebounty.verdicts import ExcusedTest as ExcusedTest
+from swebounty.verdicts import TestResult as TestResult
+from swebounty.verdicts import TestStatus as TestStatus
+from swebounty.verdicts import Verdict as Verdict
+from swebounty.verdicts import VerdictStatus as VerdictStatus
 
 log = logging.getLogger(__name__)
 
-TestStatus = Literal["passed", "failed", "error", "skipped", "missing"]
-BaseFailures = Literal["strict", "network", "all"]  # baseline.py's policies
 
 MAX_ATTEMPT = 10_000
 MAX_PATCH_BYTES = 5 * 1024 * 1024  # a submission's patch (patches.DEFAULT_MAX_PATCH_BYTES)
@@ -47,9 +52,6 @@ MAX_TASK_TEXT_BYTES = 32 * 1024 * 1024  # a task's gold or test patch, problem s
 MAX_EXTRA_BYTES = 1024 * 1024  # a submission's fields beyond SWE-bench's
 
 
-# agent_error: the agent crashed or broke its workspace and submitted nothing (the attempt counts
-# as a skip, never as an infrastructure error); error: the harness failed.
-VerdictStatus = Literal["resolved", "unresolved", "patch_failed", "error", "agent_error"]
 AttemptStatus = Literal["submitted", "skipped", "agent_error", "infra_error"]
 
 
@@ -247,62 +249,6 @@ class Attempt(BaseModel):
             verified=self.verified,
             agent_status=self.status,
         )
-
-
-class TestResult(BaseModel):
-    """One expected test id and what became of it."""
-
-    __test__ = False  # not a pytest test class, whatever its name says
-
-    test_id: str
-    expected: Literal["FAIL_TO_PASS", "PASS_TO_PASS"]
-    status: TestStatus
-    message: str = ""
-
-
-class ExcusedTest(TestResult):
-    """A PASS_TO_PASS test baseline.py's policy excused: its run here and on the base."""
-
-    base_status: TestStatus
-    base_message: str = ""
-    network: str = ""
-
-
-class Verdict(BaseModel):
-    """The graded outcome of one attempt."""
-
-    instance_id: str
-    attempt: int = 1
-    model_name_or_path: str = "unknown"
-    status: VerdictStatus
-    empty_patch: bool = False
-    reason: str = Field("", description="why, in words, for anything but resolved")
-    tests: list[TestResult] = Field(default_factory=list)
-    hack_flags: list[str] = Field(default_factory=list)
-    task_defect: str = Field("", description="why the task cannot tell a fix from no change")
-    test_infra_reverted: list[str] = Field(
-        default_factory=list,
-        description="test infrastructure files the submission changed, put back to the base's",
-    )
-    patch_method: str | None = Field(None, description="how the patch applied: git, 3way, fuzz")
-    exit_code: int | None = None
-    env_key: str | None = None
-    seconds: float = 0.0
-    log_dir: str | None = None
-    sandbox: str | None = None
-    executor: str | None = Field(None, description="what ran it: local (a thread pool) or ray")
-    node: str | None = Field(None, description="the host (and Ray node) that produced it")
-    artifacts: list[str] = Field(
-        default_factory=list,
-        description="files kept from the run, relative to log_dir (e2e screenshots, traces)",
-    )
-    base_failures: BaseFailures = Field("strict", description="the policy that graded it")
-    excused_tests: list[ExcusedTest] = Field(default_factory=list)
-    services: list[ServiceUse] = Field(default_factory=list, description="test services run")
-
-    @property
-    def resolved(self) -> bool:
-        return self.status == "resolved"
 
 
 # ---------------------------------------------------------------------------- datasets
