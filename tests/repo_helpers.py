@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import textwrap
 from pathlib import Path
 
 
-def git_repo(root: Path, files: dict[str, str]) -> Path:
-    """`root` made a git repository with `files` (relative path -> dedented text) committed."""
+def git_repo(root: Path, files: dict[str, str], *, when: str | None = None) -> Path:
+    """`root` made a git repository with `files` (relative path -> dedented text) committed;
+    `when` (ISO 8601) dates the commit, and so the dependency cut-off of its environment."""
+    env = {**os.environ, **({"GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when} if when else {})}
     for rel, text in files.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -18,5 +21,5 @@ def git_repo(root: Path, files: dict[str, str]) -> Path:
         ["add", "-A"],
         ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base"],
     ):
-        subprocess.run(["git", *argv], cwd=root, check=True, capture_output=True)
+        subprocess.run(["git", *argv], cwd=root, env=env, check=True, capture_output=True)
     return root

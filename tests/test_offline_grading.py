@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from repo_helpers import git_repo
 from swebounty.sandbox import bwrap_available
 from swebounty.tasks import Verdict
 
@@ -29,9 +30,11 @@ P2P = ["tests/test_a.py::test_other", "tests/test_a.py::test_network", "tests/te
 STALE = "tests/test_a.py::test_stale"
 
 
+WHEN = "2024-03-01T12:00:00+00:00"  # the base commits' date: their environments' cut-off
+
+
 def git(repo: Path, *argv: str) -> str:
-    when = "2024-03-01T12:00:00+00:00"
-    env = {**os.environ, "GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when}
+    env = {**os.environ, "GIT_AUTHOR_DATE": WHEN, "GIT_COMMITTER_DATE": WHEN}
     cmd = ["git", "-c", "user.name=t", "-c", "user.email=t@t", *argv]
     return subprocess.run(cmd, cwd=repo, env=env, check=True, capture_output=True, text=True).stdout
 
@@ -79,8 +82,6 @@ TESTS = """\
 def small(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """A repo with a bug (`double`), its tasks and a few submissions."""
     root = tmp_path_factory.mktemp("baseline")
-    repo = root / "repos" / "small__proj"
-    repo.mkdir(parents=True)
     files = {
         "pyproject.toml": '[project]\nname = "proj"\nversion = "0.1"\n'
         'requires-python = ">=3.8"\n[project.optional-dependencies]\ntest = ["pytest"]\n',
@@ -88,12 +89,7 @@ def small(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "proj/a.py": "def double(x):\n    return x + 2\n\n\ndef name():\n    return 'proj'\n",
         "tests/__init__.py": "",
     }
-    for rel, text in files.items():
-        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-        (repo / rel).write_text(text)
-    git(repo, "init", "-q")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "base")
+    repo = git_repo(root / "repos" / "small__proj", files, when=WHEN)
     base = git(repo, "rev-parse", "HEAD").strip()
     fix = "def double(x):\n    return x * 2\n\n\ndef name():\n    return 'proj'\n"
     gold = diff_of(repo, {"proj/a.py": fix})

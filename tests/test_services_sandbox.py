@@ -17,12 +17,13 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from repo_helpers import git_repo
 from swebounty.cli import app
 from swebounty.envs.interpreters import discover, find
 from swebounty.sandbox import bwrap_available
 from swebounty.services.catalog import load_catalog
 from swebounty.tasks import Verdict
-from test_offline_grading import diff_of, git
+from test_offline_grading import WHEN, diff_of, git
 
 BWRAP_OK, BWRAP_WHY = bwrap_available()
 needs_bwrap = pytest.mark.skipif(not BWRAP_OK, reason=f"no bubblewrap sandbox: {BWRAP_WHY}")
@@ -113,8 +114,6 @@ def app(environ, start_response):
 @pytest.fixture(scope="module")
 def requests_like(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("services")
-    repo = root / "repos" / "psf__requests"
-    repo.mkdir(parents=True)
     files = {
         "pyproject.toml": '[project]\nname = "proj"\nversion = "0.1"\n'
         'requires-python = ">=3.8"\n[project.optional-dependencies]\ntest = ["pytest"]\n',
@@ -122,12 +121,7 @@ def requests_like(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "proj/a.py": "def double(x):\n    return x + 2\n",
         "tests/__init__.py": "",
     }
-    for rel, text in files.items():
-        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-        (repo / rel).write_text(text)
-    git(repo, "init", "-q")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "base")
+    repo = git_repo(root / "repos" / "psf__requests", files, when=WHEN)
     base = git(repo, "rev-parse", "HEAD").strip()
     gold = diff_of(repo, {"proj/a.py": "def double(x):\n    return x * 2\n"})
     # The gold fix, plus modules named like the service's, at the workspace's top (where

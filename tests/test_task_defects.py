@@ -15,13 +15,14 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from repo_helpers import git_repo
 from swebounty import baseline
 from swebounty.baseline import base_run, defect_at_base, excuse, remember_base
 from swebounty.store import Store
 from swebounty.testing import TestOutcome
 from swebounty.testrun import TestRun
 from test_baseline import F2P, NETWORK_FAILS, P2P, FakeRuns, _ctx, _task, _verdict
-from test_offline_grading import diff_of, git, needs_bwrap
+from test_offline_grading import WHEN, diff_of, git, needs_bwrap
 
 PASSES_AT_BASE = {F2P[0]: "passed", P2P[0]: "passed", P2P[1]: "failed"}
 
@@ -103,8 +104,6 @@ def tasks(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     the unpatched base (a defect); predictions: a patch that changes nothing, and one that
     changes only a README."""
     root = tmp_path_factory.mktemp("defects")
-    repo = root / "repos" / "small__proj"
-    repo.mkdir(parents=True)
     files = {
         "pyproject.toml": '[project]\nname = "proj"\nversion = "0.1"\n'
         'requires-python = ">=3.8"\n[project.optional-dependencies]\ntest = ["pytest"]\n',
@@ -113,12 +112,7 @@ def tasks(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "tests/__init__.py": "",
         "README.md": "proj\n",
     }
-    for rel, text in files.items():
-        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-        (repo / rel).write_text(text)
-    git(repo, "init", "-q")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "base")
+    repo = git_repo(root / "repos" / "small__proj", files, when=WHEN)
     record = {"repo": "small/proj", "base_commit": git(repo, "rev-parse", "HEAD").strip(),
               "patch": diff_of(repo, {"proj/a.py": files["proj/a.py"].replace("+ 2", "* 2")}),
               "test_patch": diff_of(repo, {"tests/test_a.py": TESTS}),
