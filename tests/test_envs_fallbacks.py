@@ -1,0 +1,213 @@
+"""The environment build's fallback chain (interpreters, then plans), its failures said in
+words, and a small sdist built rather than moving to an older Python: offline, with a
+stand-in for uv.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uv as uv_package
+
+from repo_helpers import git_repo
+from swebounty.envs import DepSet, EnvBuildError, EnvManager, ResolvedSpec
+from swebounty.envs.failures import StepFailed
+from swebounty.envs.interpreters import discover
+
+UTC = timezone.utc
+
+
+FAKE_UV = """#!{python}
+import json, os, subprocess, sys
+args = sys.argv[1:]
+open({calls!r}, "a").write(json.dumps(args) + "\\n")
+if args[0] == "venv":
+    sys.exit(subprocess.call([{real!r}, *args]))
+if args[:2] == ["pip", "compile"]:
+    text = open(next(a for a in args if a.endswith(".in"))).read()
+    python = args[args.index("--python") + 1]
+    if "brokenpkg" in text:
+        sys.stderr.write("  x Failed to build `brokenpkg==0.1`\\n  |-> The build backend "
+                         "returned an error\\n")
+        sys.exit(1)
+    print("six==1.16.0")
+    sys.exit(0)
+sys.exit(0)  # pip install / freeze: nothing to do
+"""
+
+
+def fake_uv(tmp_path: Path) -> Path:
+    script = tmp_path / "uv"
+    script.write_text(
+        FAKE_UV.format(
+            python=sys.executable,
+            calls=str(tmp_path / "calls.jsonl"),
+            real=uv_package.find_uv_bin(),
+        )
+    )
+    script.chmod(0o755)
+    return script
+
+
+def two_interpreters() -> list[str]:
+    found = discover()
+    if len(found) < 2:
+        pytest.skip("needs two Python interpreters to walk the fallbacks")
+    return [found[0].version, found[1].version]
+
+
+def spec_with_plans(plans: list[DepSet]) -> ResolvedSpec:
+    newest, older = two_interpreters()
+    return ResolvedSpec(
+        python=newest,
+        python_fallbacks=[older],
+        cutoff=datetime.now(UTC) - timedelta(days=30),
+        install_project=False,
+        plans=plans,
+    )
+
+
+def test_a_package_that_builds_nowhere_moves_to_the_next_plan(tmp_path: Path) -> None:
+    ws = git_repo(tmp_path / "ws", {"README": "x\n"})
+    manager = EnvManager(tmp_path / "cache", uv_bin=fake_uv(tmp_path), offline=True)
+    spec = spec_with_plans(
+        [
+            DepSet(label="all extras", lines=["brokenpkg"]),
+            DepSet(label="test extras", lines=["six"]),
+        ]
+    )
+    env = manager.ensure(spec, ws)
+    assert "six==1.16.0" in env.lock
+    why = "\n".join(env.why)
+    older = spec.python_fallbacks[0]
+    assert "building brokenpkg 0.1 from source failed during resolve dependencies" in why
+    assert f"trying Python {'.'.join(older.split('.')[:2])}" in why  # interpreters first
+    assert "plan 1 fails on every interpreter" in why and "trying plan 2" in why
+    calls = [json.loads(c) for c in (tmp_path / "calls.jsonl").read_text().splitlines()]
+    compiled = [c for c in calls if c[:2] == ["pip", "compile"] and "--only-binary" not in c]
+    assert len(compiled) == 3  # plan 1 on both interpreters, then plan 2 on the newest
+    log = (manager.cache.spec_dir(env.spec_key or "") / "build.log").read_text()
+    assert log.count("Failed to build `brokenpkg==0.1`") == 2  # each failure kept in the log
+
+
+def test_when_nothing_builds_the_error_says_why_in_words(tmp_path: Path) -> None:
+    ws = git_repo(tmp_path / "ws", {"README": "x\n"})
+    manager = EnvManager(tmp_path / "cache", uv_bin=fake_uv(tmp_path), offline=True)
+    spec = spec_with_plans([DepSet(label="only", lines=["brokenpkg"])])
+    with pytest.raises(EnvBuildError) as info:
+        manager.ensure(spec, ws)
+    error = info.value
+    assert (error.kind, error.package) == ("build", "brokenpkg==0.1")
+    first = str(error).splitlines()[0]
+    assert first == (
+        "environment not built: building brokenpkg 0.1 from source failed during "
+        "resolve dependencies (build)."
+    )
+    # Remembered: the same words come back without building again.
+    with pytest.raises(EnvBuildError) as again:
+        EnvManager(tmp_path / "cache", uv_bin=fake_uv(tmp_path), offline=True).ensure(spec, ws)
+    assert (again.value.kind, again.value.package) == ("build", "brokenpkg==0.1")
+    assert str(again.value).splitlines()[0] == first
+
+
+@pytest.mark.parametrize(
+    ("output", "kind", "words"),
+    [
+        (
+            "  x Failed to build `cffi==0.8.6`",
+            "build",
+            "building cffi 0.8.6 from source failed during install dependencies",
+        ),
+        (
+            "  cause: Because the current Python version (3.12.1) does not satisfy Python<3.10 "
+            "and numba==0.53.1 depends on Python<3.10, we can conclude ...",
+            "python",
+            "numba 0.53.1 supports no Python tried here",
+        ),
+        (
+            "error: No solution found when resolving dependencies\n"
+            "  cause: Because there are no versions of zz-no-such-pkg and you require "
+            "zz-no-such-pkg, we can conclude that your requirements are unsatisfiable.",
+            "resolve",
+            "zz-no-such-pkg is not on the package index",
+        ),
+        (
+            "error: No solution found when resolving dependencies\n"
+            "  cause: Because pytest==6.0.0 depends on pluggy>=0.12,<1.0 and you require "
+            "pluggy==1.0,\n  we can conclude that your requirements are unsatisfiable.\n",
+            "resolve",
+            "the requirements conflict: Because pytest==6.0.0 depends on pluggy>=0.12,<1.0 and "
+            "you require pluggy==1.0, we can conclude that your requirements are unsatisfiable.",
+        ),
+        (
+            "error sending request for url (https://pypi.org/simple/six/)",
+            "network",
+            "the package index was unreachable during install dependencies",
+        ),
+    ],
+)
+def test_failures_are_said_in_words(output: str, kind: str, words: str) -> None:
+    from swebounty.envs.failures import classify
+
+    assert classify(output) == kind
+    assert StepFailed("install dependencies", kind, output).describe() == words
+
+
+def test_a_step_that_runs_out_of_time_is_a_timeout_not_a_network_failure(tmp_path: Path) -> None:
+    from swebounty.envs.steps import run_logged
+
+    with pytest.raises(StepFailed) as info:
+        run_logged("resolve dependencies", ["sleep", "5"], tmp_path / "log", timeout=0.2)
+    assert info.value.kind == "timeout"
+    assert info.value.describe() == "resolve dependencies ran out of time"
+
+
+WHEEL_UV = """#!{python}
+import sys
+args = sys.argv[1:]
+text = open(next(a for a in args if a.endswith(".in"))).read()
+python = args[args.index("--python") + 1]
+if python == {newest!r}:
+    for name in ("smallpkg", "bigpkg"):
+        if name in text:
+            sys.stderr.write(f"  Because {{name}}==1.0 has no usable wheels, ...\\n")
+            sys.exit(1)
+sys.exit(0)
+"""
+
+
+def test_a_small_sdist_is_built_rather_than_moving_to_an_older_python(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """markupsafe 1.1.1 had no wheels for Python 3.9 yet; moving sphinx 3.5 to 3.8 for it
+    skipped the tests that need 3.9. A big one (numpy) still moves the build."""
+    from swebounty.envs.resolve import wheels_only_older
+    from swebounty.envs.steps import Uv
+
+    found = discover()
+    if len(found) < 2:
+        pytest.skip("needs two Python interpreters")
+    newest, older = found[0], found[1]
+    script = tmp_path / "uv"
+    script.write_text(WHEEL_UV.format(python=sys.executable, newest=str(newest.executable)))
+    script.chmod(0o755)
+    sizes = {"smallpkg": 19_151, "bigpkg": 7_315_971}
+
+    def fake_get(url: str, **kwargs: Any) -> httpx.Response:
+        name = url.rstrip("/").rsplit("/", 1)[-1]
+        files = [{"filename": f"{name}-1.0.tar.gz", "size": sizes[name]}]
+        return httpx.Response(200, json={"files": files}, request=httpx.Request("GET", url))
+
+    monkeypatch.setattr(httpx, "get", fake_get)
+    uvr = Uv(script, tmp_path / "log")
+    cutoff = datetime(2020, 12, 1, tzinfo=UTC)
+    lock = "smallpkg==1.0\nsix==1.15.0\n"
+    assert wheels_only_older(uvr, newest, [older], lock, cutoff, tmp_path) == []
+    lock = "bigpkg==1.0\nsmallpkg==1.0\n"
+    assert wheels_only_older(uvr, newest, [older], lock, cutoff, tmp_path) == ["bigpkg"]
