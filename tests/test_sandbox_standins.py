@@ -123,6 +123,30 @@ def test_a_policy_copied_without_validation_still_cannot_write_the_hosts_file(
         BwrapSandbox().run(["true"], workdir=tmp_path, mounts=[], policy=policy)
 
 
+def test_a_mount_with_a_source_shows_that_file_over_another_read_only(tmp_path: Path) -> None:
+    sandbox = BwrapSandbox()
+    work = tmp_path / "work"
+    work.mkdir()
+    sandbox.prepare_workdir(work)
+    shown = tmp_path / "env" / "bundle.pem"
+    shown.parent.mkdir()
+    shown.write_text("the environment's")
+    over = tmp_path / "over.pem"
+    over.write_text("with the stand-in CA")
+    over.chmod(0o666)  # writable by anyone: only the mount keeps the sandbox from writing it
+    code = "import sys; p = sys.argv[1]; print(open(p).read()); open(p, 'a').write('x')"
+    result = sandbox.run([sys.executable, "-I", "-c", code, str(shown)], workdir=work,
+                         mounts=[*_python_mounts(), Mount(path=shown.parent),
+                                 Mount(path=shown, source=over)],
+                         policy=Policy(timeout_s=60))  # fmt: skip
+    assert result.stdout.startswith("with the stand-in CA")
+    assert result.returncode != 0 and "Read-only file system" in result.stderr
+    assert shown.read_text() == "the environment's" and over.read_text() == "with the stand-in CA"
+    with pytest.raises(SandboxError, match="only read-only"):
+        sandbox.run(["true"], workdir=work, policy=Policy(),
+                    mounts=[Mount(path=shown, source=over, writable=True)])  # fmt: skip
+
+
 def test_the_unsafe_backend_is_not_isolated() -> None:
     # runtime.py serves stand-in hosts only where `isolated`: the unsafe backend has no hosts
     # file and no network of its own to give them

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from swebounty.envs.models import Environment
+from swebounty.envs.interpreters import Interpreter
+from swebounty.envs.models import EnvBuildError, Environment
 from swebounty.envs.overrides import load_overrides
 from swebounty.services.catalog import Service, ServiceError, declared, load_catalog
 from swebounty.services.runtime import DRIVER, Built, StandIns, service_spec, shipped_catalog
@@ -63,9 +64,30 @@ def test_a_service_fills_its_command_and_variables(tmp_path: Path) -> None:
     assert echo.command("/envs/e/bin/python", 41000) == [
         "/envs/e/bin/python", "-m", "echo_server", "--port", "41000"]  # fmt: skip
     assert echo.variables(5) == {"ECHO_URL": "http://127.0.0.1:5/"}
-    spec = service_spec(echo)
+    spec = service_spec(echo, [python("3.11.7"), python("3.12.1"), python("3.13.0")])
     assert spec == EnvSpec(python="3.12", install=["echo-server==1.2.3", "waitress==3.0.2"],
                            install_project=False, cutoff=echo.cutoff)  # fmt: skip
+
+
+def python(version: str) -> Interpreter:
+    prefix = Path(f"/py/{version}")
+    return Interpreter(version=version, executable=prefix / "bin" / "python3", prefix=prefix,
+                       source="pyenv")  # fmt: skip
+
+
+def test_a_service_takes_the_newest_interpreter_of_its_range(tmp_path: Path) -> None:
+    ranged = load_catalog(catalog_of(tmp_path, SERVICE.replace('"3.12"', '">=3.9,<3.13"')))
+    echo = ranged.get("echo")
+    # an ordinary user's Debian has 3.11 only; the minor version is in the spec (its key)
+    assert service_spec(echo, [python("3.8.18"), python("3.11.2")]).python == "3.11"
+    assert (
+        service_spec(echo, [python("3.11.2"), python("3.12.1"), python("3.13.0")]).python == "3.12"
+    )
+    with pytest.raises(EnvBuildError, match=r"Python >=3.9,<3.13, and none is installed"):
+        service_spec(echo, [python("3.8.18"), python("3.13.0")])
+    with pytest.raises(ServiceError, match=r"neither 3\.N nor a version range"):
+        load_catalog(catalog_of(tmp_path, SERVICE.replace('"3.12"', '"py3"')))
+    assert shipped_catalog().get("httpbin").interpreter([python("3.9.18")]) is not None
 
 
 @pytest.mark.parametrize(

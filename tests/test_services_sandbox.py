@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from repo_helpers import git_repo
 from swebounty.cli import app
-from swebounty.envs.interpreters import discover, find
+from swebounty.envs.interpreters import discover
 from swebounty.sandbox import bwrap_available
 from swebounty.services.catalog import load_catalog
 from swebounty.tasks import Verdict
@@ -29,9 +29,10 @@ BWRAP_OK, BWRAP_WHY = bwrap_available()
 needs_bwrap = pytest.mark.skipif(not BWRAP_OK, reason=f"no bubblewrap sandbox: {BWRAP_WHY}")
 # The service runs on its own interpreter (catalog.toml), which an ordinary user's machine may
 # lack (root's pyenv is not theirs): the harness then says so in an `error` verdict.
-SERVICE_PYTHON = next(s.python for s in load_catalog().service if s.name == "httpbin")
+HTTPBIN = load_catalog().get("httpbin")
+SERVICE_PYTHON = HTTPBIN.python
 needs_service_python = pytest.mark.skipif(
-    find(discover(), SERVICE_PYTHON) is None,
+    HTTPBIN.interpreter(discover()) is None,
     reason=f"no Python {SERVICE_PYTHON} here, the httpbin service's interpreter "
     f"(pyenv install {SERVICE_PYTHON}, or uv python install {SERVICE_PYTHON})",
 )
@@ -49,6 +50,7 @@ TESTS = """\
     from proj.a import double
 
     HTTPBIN = os.environ.get("HTTPBIN_URL", "http://httpbin.org/")
+    LOCAL = "http://127.0.0.1:47080/"  # the service itself, behind the stand-in hosts
 
 
     def test_fixed():
@@ -56,11 +58,12 @@ TESTS = """\
 
 
     def test_httpbin():
-        assert HTTPBIN.startswith("http://127.0.0.1:")
-        with urllib.request.urlopen(HTTPBIN + "get?x=1", timeout=20) as answer:
-            body = json.load(answer)
-        assert body["args"] == {"x": "1"}
-        assert body["url"].startswith(HTTPBIN)
+        assert HTTPBIN == "http://httpbin.org/"  # the tests' own default: the stand-in host
+        for url in (HTTPBIN, LOCAL):
+            with urllib.request.urlopen(url + "get?x=1", timeout=20) as answer:
+                body = json.load(answer)
+            assert body["args"] == {"x": "1"}
+            assert body["url"].startswith(url)
 
 
     def test_no_internet():  # names nothing stands in for resolve to nothing
@@ -82,6 +85,18 @@ TESTS = """\
             urllib.request.urlopen("https://localhost/get", context=context, timeout=20)
 
 
+    def test_certifi_trusts_the_stand_ins():  # requests' Session.send verifies against it
+        import certifi
+
+        with open(certifi.where(), "rb") as f:
+            bundle = f.read()
+        with open(os.environ["SSL_CERT_FILE"], "rb") as f:
+            assert bundle.endswith(f.read()) and bundle.count(b"BEGIN CERTIFICATE") > 10
+        context = ssl.create_default_context(cafile=certifi.where())
+        with urllib.request.urlopen("https://httpbin.org/get", context=context) as answer:
+            assert answer.status == 200
+
+
     def test_the_ca_key_is_out_of_reach():
         folder = os.path.dirname(os.environ["SSL_CERT_FILE"])
         assert sorted(os.listdir(folder)) == ["ca.pem", "cert.pem", "key.pem"]
@@ -94,13 +109,14 @@ TESTS = """\
     def test_https_to_the_plain_port_fails_at_once():  # as requests' mixed-case scheme test
         start = time.monotonic()
         with pytest.raises(OSError):
-            urllib.request.urlopen(HTTPBIN.replace("http:", "https:") + "get", timeout=60)
+            urllib.request.urlopen(LOCAL.replace("http:", "https:") + "get", timeout=60)
         assert time.monotonic() - start < 30
 """
 F2P = ["tests/test_a.py::test_fixed"]
 P2P = ["tests/test_a.py::test_httpbin", "tests/test_a.py::test_no_internet",
        "tests/test_a.py::test_https_to_the_plain_port_fails_at_once",
-       "tests/test_a.py::test_stand_in_hosts", "tests/test_a.py::test_the_ca_key_is_out_of_reach"]  # fmt: skip
+       "tests/test_a.py::test_stand_in_hosts", "tests/test_a.py::test_the_ca_key_is_out_of_reach",
+       "tests/test_a.py::test_certifi_trusts_the_stand_ins"]  # fmt: skip
 FORGED_APP = """\
 import json
 
@@ -165,7 +181,9 @@ def test_tests_reach_the_local_httpbin_and_not_the_internet(requests_like: dict[
     assert not gold.excused_tests  # nothing failed: no network excuse was needed
     assert [(s.name, s.version) for s in gold.services] == [("httpbin", "0.10.2")]
     use = gold.services[0]
-    assert use.env["HTTPBIN_URL"] == "http://127.0.0.1:47080/"
+    assert use.env["HTTPBIN_URL"] == "http://httpbin.org/"  # hosts_env: the stand-in host
+    assert use.url == "http://127.0.0.1:47080/"
+    assert len(use.trusted) == 1 and use.trusted[0].endswith("certifi/cacert.pem")
     assert use.env["SSL_CERT_FILE"] == use.env["REQUESTS_CA_BUNDLE"]
     assert use.hosts == ["httpbin.org", "www.httpbin.org", "www.google.co.uk"]
     assert use.host_ports == ["80 http", "443 https"] and not use.missing

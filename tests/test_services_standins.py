@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from swebounty.envs.overrides import load_overrides
+from swebounty.sandbox import Mount
 from swebounty.services.catalog import Service, ServiceError, declared, load_catalog
 from swebounty.services.runtime import (
     DRIVER,
@@ -36,6 +37,7 @@ STANDS_IN = (
         'packages = ["echo-server==1.2.3", "waitress==3.0.2", "cryptography==44.0.3"]',
     )
     + 'hosts = ["Echo.example.org"]\nhttp_ports = [80]\ntls_ports = [443]\n'
+    + 'hosts_env = { ECHO_URL = "http://echo.example.org/" }\n'
 )
 WHEN = datetime(2020, 1, 1, tzinfo=timezone.utc)
 
@@ -143,7 +145,7 @@ def test_wrap_adds_the_relay_inside_the_services_driver(tmp_path: Path) -> None:
     assert inner[-2:] == ["/task/python", "run_pytest.py"]
     assert ins.network() == {"hosts": ["echo.example.org"], "low_ports": True}
     ca = str(tmp_path / "tls" / "ca.pem")
-    assert ins.variables() == {"ECHO_URL": "http://127.0.0.1:41000/",
+    assert ins.variables() == {"ECHO_URL": "http://echo.example.org/",
                                **dict.fromkeys(TRUST_VARIABLES, ca)}  # fmt: skip
     assert tmp_path / "tls" in {m.path for m in ins.mounts() if not m.writable}
     (use,) = ins.uses()
@@ -158,8 +160,30 @@ def test_without_a_sandbox_of_its_own_stand_ins_are_not_served_and_the_verdict_s
     argv = ins.wrap(["true"], isolated=False)
     assert str(RELAY) not in argv and ins.network() == {}
     assert not set(TRUST_VARIABLES) & set(ins.variables())
+    assert ins.variables() == {"ECHO_URL": f"http://127.0.0.1:{argv[argv.index('--port') + 1]}/"}
     (use,) = ins.uses()
     assert use.hosts == [] and use.missing == UNSERVED
+
+
+def test_the_stand_in_ca_joins_the_environments_certifi_bundles(tmp_path: Path) -> None:
+    ins = built(tmp_path, echo(tmp_path))
+    (tmp_path / "tls").mkdir()
+    (tmp_path / "tls" / "ca.pem").write_bytes(b"-----BEGIN CERTIFICATE-----\nCA\n")
+    env = tmp_path / "env"
+    bundle = env / "lib" / "python3.6" / "site-packages" / "certifi" / "cacert.pem"
+    bundle.parent.mkdir(parents=True)
+    bundle.write_bytes(b"-----BEGIN CERTIFICATE-----\nPUBLIC\n")
+    ins.logs.mkdir()
+    ins.wrap(["true"], isolated=True)
+    mounts = [Mount(path=env), Mount(path=tmp_path / "work", ephemeral=True)]
+    (overlay,) = ins.trust(mounts)
+    assert overlay.path == bundle and overlay.source and not overlay.writable
+    assert overlay.source.read_bytes().endswith(b"PUBLIC\n-----BEGIN CERTIFICATE-----\nCA\n")
+    assert bundle.read_bytes() == b"-----BEGIN CERTIFICATE-----\nPUBLIC\n"  # env untouched
+    assert ins.uses()[0].trusted == [str(bundle)]
+    unsafe = built(tmp_path, echo(tmp_path))
+    unsafe.wrap(["true"], isolated=False)
+    assert unsafe.trust(mounts) == []  # no stand-ins served: nothing to trust
 
 
 def _serve_http() -> tuple[subprocess.Popen[bytes], int]:

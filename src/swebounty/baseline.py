@@ -227,7 +227,8 @@ def base_digest(
            task.FAIL_TO_PASS, task.PASS_TO_PASS, RECORD_FORMAT]  # fmt: skip
     if services:
         # Stand-in hosts only when served: the digest of a service without them is unchanged.
-        key.append([[s.name, s.version, s.env_key, *([s.hosts, s.host_ports] if s.hosts else [])]
+        key.append([[s.name, s.version, s.env_key,
+                     *([s.hosts, s.host_ports, s.trusted] if s.hosts else [])]
                     for s in services])  # fmt: skip
     return hashlib.sha256(json.dumps(key).encode()).hexdigest()[:20]
 

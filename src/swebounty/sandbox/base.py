@@ -20,9 +20,13 @@ HOST_NAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-
 
 
 class Mount(BaseModel):
-    """A host path made visible inside the sandbox at the same path."""
+    """A host path made visible inside the sandbox at the same path (or, with `source`, another
+    host file shown at `path`: a test service's CA bundle over the environment's)."""
 
     path: Path
+    source: Path | None = Field(
+        None, description="bind this host file at `path` instead of `path` itself (read-only)"
+    )
     writable: bool = False
     ephemeral: bool = Field(
         False,

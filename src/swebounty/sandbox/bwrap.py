@@ -179,8 +179,10 @@ class BwrapSandbox:
         binds: dict[Path, Mount] = {workdir: Mount(path=workdir, writable=True)}
         for m in mounts:
             path = Path(os.path.abspath(m.path))
-            if not path.exists():
-                raise SandboxError(f"mount {path} does not exist; build it before running")
+            if not (m.source or path).exists():
+                raise SandboxError(f"mount {m.source or path} does not exist; build it first")
+            if m.source and (m.writable or m.ephemeral or not path.exists()):
+                raise SandboxError(f"mount {m.source} over {path}: only read-only, over a file")
             if path != workdir or m.ephemeral:  # the workdir may be made ephemeral
                 binds[path] = m.model_copy(update={"path": path})
         if not workdir.is_dir():
@@ -206,7 +208,7 @@ class BwrapSandbox:
             overlays: list[str] = []
             # Parents before children, so a nested mount is not hidden by its parent's bind.
             for i, (path, m) in enumerate(sorted(binds.items(), key=lambda b: len(b[0].parts))):
-                src = str(path)
+                src = str(m.source or path)
                 if stage_dir:
                     stage_binds.append([src, f"m{i}"])
                     src = f"{stage_dir}/m{i}"

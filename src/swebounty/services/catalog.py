@@ -12,11 +12,15 @@ it into a failure that looks like the submission's.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import Version
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from swebounty.envs.interpreters import Interpreter, find
 from swebounty.envs.overrides import Override, load_toml, matching
 from swebounty.sandbox.base import HOST_NAME
 
@@ -35,7 +39,10 @@ class Service(BaseModel):
 
     name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,39}$")
     why: str = Field(min_length=10, description="which tests call the public service")
-    python: str = Field(pattern=r"^3\.\d+$", description="the service's own interpreter")
+    python: str = Field(
+        description="the service's own interpreter: a minor version ('3.12') or a range "
+        "('>=3.9,<3.13': the newest the machine has in it)"
+    )
     packages: list[str] = Field(min_length=1, description="exact pins: name==version")
     cutoff: datetime = Field(description="the index as of this date, for what the pins pull in")
     version_of: str = Field(description="the package whose version names the service")
@@ -47,6 +54,11 @@ class Service(BaseModel):
         default_factory=list, description="internet host names it stands in for (loopback)"
     )
     http_ports: list[int] = Field(default_factory=list, description="where hosts answer plainly")
+    hosts_env: dict[str, str] = Field(
+        default_factory=dict,
+        description="variables for the tests when the stand-in hosts are served: these win "
+        "over `env` (HTTPBIN_URL names httpbin.org itself, as the tests' own default does)",
+    )
     tls_ports: list[int] = Field(
         default_factory=list, description="where hosts answer with TLS (a certificate of a CA "
         "made for the run's environment); needs cryptography among the packages",
@@ -60,6 +72,26 @@ class Service(BaseModel):
             raise ValueError(f"not host names a service may stand in for: {bad}")
         return [h.lower() for h in value]
 
+    @field_validator("python")
+    @classmethod
+    def _python(cls, value: str) -> str:
+        if re.fullmatch(r"3\.\d+", value):
+            return value
+        try:
+            SpecifierSet(value)
+        except InvalidSpecifier as exc:
+            raise ValueError(f"python {value!r} is neither 3.N nor a version range") from exc
+        return value
+
+    def interpreter(self, interpreters: Sequence[Interpreter]) -> Interpreter | None:
+        """The interpreter it runs on here: the newest of its minor version, or the newest
+        in its range."""
+        if re.fullmatch(r"3\.\d+", self.python):
+            return find(interpreters, self.python)
+        wanted = SpecifierSet(self.python)
+        fits = [i for i in interpreters if wanted.contains(i.version, prereleases=True)]
+        return max(fits, key=lambda i: Version(i.version), default=None)
+
     @field_validator("packages")
     @classmethod
     def _pinned(cls, value: list[str]) -> list[str]:
@@ -68,7 +100,7 @@ class Service(BaseModel):
             raise ValueError(f"packages must be exact pins (name==version): {loose}")
         return value
 
-    @field_validator("env")
+    @field_validator("env", "hosts_env")
     @classmethod
     def _variable_names(cls, value: dict[str, str]) -> dict[str, str]:
         bad = [
@@ -83,7 +115,7 @@ class Service(BaseModel):
         if self.argv[0] != "{python}":
             raise ValueError("argv must start with {python}: the service environment's own")
         for where, texts, allowed in (("argv", self.argv, {"python", "port", "tools"}),
-                                      ("env", list(self.env.values()), {"port"})):  # fmt: skip
+                                      ("env", [*self.env.values(), *self.hosts_env.values()], {"port"})):  # fmt: skip
             unknown = {m for t in texts for m in PLACEHOLDER.findall(t)} - allowed
             if unknown:
                 raise ValueError(f"{where} has unknown placeholders {sorted(unknown)}")
@@ -126,8 +158,9 @@ class Service(BaseModel):
         """`tools`: swebounty/services/ (its helpers, such as gunicorn_conf.py)."""
         return [_fill(a, python=python, port=str(port), tools=tools) for a in self.argv]
 
-    def variables(self, port: int) -> dict[str, str]:
-        return {k: _fill(v, port=str(port)) for k, v in self.env.items()}
+    def variables(self, port: int, hosts_served: bool = False) -> dict[str, str]:
+        found = {**self.env, **(self.hosts_env if hosts_served else {})}
+        return {k: _fill(v, port=str(port)) for k, v in found.items()}
 
 
 class Catalog(BaseModel):

@@ -26,3 +26,7 @@ class ServiceUse(BaseModel):
         default_factory=list, description="where it answered for them: '80 http', '443 https'"
     )
     missing: str = Field("", description="why hosts it stands in for were not served")
+    trusted: list[str] = Field(
+        default_factory=list,
+        description="the tests' environment's CA bundles its CA was added to (in the sandbox)",
+    )

@@ -31,11 +31,13 @@ import shutil
 import socket
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from swebounty import safefs
 from swebounty.envs import EnvBuildError, Environment, EnvManager
+from swebounty.envs.interpreters import Interpreter
 from swebounty.sandbox.base import Mount, RunResult, Sandbox
 from swebounty.services.catalog import Catalog, Service, load_catalog
 from swebounty.services.models import ServiceUse
@@ -48,9 +50,11 @@ TLSGEN = DRIVER.with_name("tlsgen.py")
 # most OpenSSL clients, curl, Node.
 TRUST_VARIABLES = ("REQUESTS_CA_BUNDLE", "SSL_CERT_FILE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS")
 TLS_FORMAT = 1  # bump when tlsgen.py's files change: names the cached TLS folders
+CERTIFI_BUNDLE = "lib/python*/site-packages/certifi/cacert.pem"  # in an environment
 UNSERVED = "stand-in hosts need an isolated sandbox (its own hosts file and network)"
 APP_DID_NOT_ANSWER = 90  # driver.py's exit code when a service never answered
 LOG_LIMIT = 16 << 20
+BUNDLE_LIMIT = 8 << 20  # certifi's is ~0.3 MB
 
 
 @functools.lru_cache(maxsize=1)
@@ -58,9 +62,16 @@ def shipped_catalog() -> Catalog:
     return load_catalog()
 
 
-def service_spec(service: Service) -> EnvSpec:
-    """The service's environment: its pins on its interpreter, as of its date; no project."""
-    return EnvSpec(python=service.python, install=list(service.packages),
+def service_spec(service: Service, interpreters: Sequence[Interpreter]) -> EnvSpec:
+    """The service's environment: its pins on its interpreter, as of its date; no project.
+    The interpreter's minor version is in the spec, so in the environment's key. Raises
+    EnvBuildError when the machine has none in the service's range."""
+    found = service.interpreter(interpreters)
+    if found is None:
+        raise EnvBuildError(f"the {service.name} test service runs on Python {service.python}, "
+                            "and none is installed here: install one (pyenv install, uv python "
+                            "install) or pass its folder with --python-dir", kind="interpreter")  # fmt: skip
+    return EnvSpec(python=found.minor_str, install=list(service.packages),
                    install_project=False, cutoff=service.cutoff)  # fmt: skip
 
 
@@ -79,6 +90,7 @@ class StandIns:
 
     built: list[Built]
     logs: Path  # the folder their logs go to (the sandbox's to write)
+    trusted: list[str] = field(default_factory=list)  # CA bundles the stand-in CA was added to
 
     def __bool__(self) -> bool:
         return bool(self.built)
@@ -124,8 +136,35 @@ class StandIns:
             return argv, env
         sandbox.prepare_workdir(self.logs)
         argv = self.wrap(argv, isolated=sandbox.isolated)
-        mounts += self.mounts()
+        trusted = self.trust(mounts)
+        mounts += self.mounts() + trusted
         return argv, {**env, **self.variables()}
+
+    def trust(self, mounts: list[Mount]) -> list[Mount]:
+        """Mounts that put the stand-ins' CA in the certifi bundles of the tests' environment
+        (the read-only `mounts`): a client that verifies against certifi's file rather than
+        $SSL_CERT_FILE (requests' Session.send) trusts the stand-in hosts as it would trust
+        the real ones. The bundle, with the CA appended, is shown over the environment's file
+        inside the sandbox only; the environment itself is not changed."""
+        cas = [b.tls / "ca.pem" for b in self.built if b.hosts_served and b.tls]
+        if not cas:
+            return []
+        extra = b"".join(ca.read_bytes() for ca in cas)
+        found: list[Mount] = []
+        for m in mounts:
+            if m.writable or m.ephemeral or m.source:
+                continue
+            for bundle in sorted(m.path.glob(CERTIFI_BUNDLE)):
+                data = safefs.read_regular(bundle, BUNDLE_LIMIT)  # a link is not a bundle
+                if data is None:
+                    continue
+                copy = self.logs.parent / "trust" / f"{len(found)}.pem"
+                copy.parent.mkdir(mode=0o755, exist_ok=True)
+                copy.write_bytes(data.rstrip(b"\n") + b"\n" + extra)
+                copy.chmod(0o644)
+                found.append(Mount(path=bundle, source=copy))
+        self.trusted = [str(m.path) for m in found]
+        return found
 
     def network(self) -> dict[str, object]:
         """The Policy fields the stand-in hosts need (call after `attach`): their names resolve
@@ -164,6 +203,7 @@ class StandIns:
                 env=_variables(b) if b.port else {},
                 hosts=list(b.service.hosts) if b.hosts_served else [],
                 host_ports=b.service.stand_ins if b.hosts_served else [],
+                trusted=list(self.trusted) if b.hosts_served and b.tls else [],
                 missing="" if b.hosts_served or not b.service.hosts or not b.port else UNSERVED,
             )
             for b in self.built
@@ -187,7 +227,10 @@ def build(services: list[Service], envs: EnvManager, scratch: Path) -> StandIns:
         return StandIns(built=[], logs=logs)
     empty = scratch / "service-project"  # the build installs no project: nothing to read
     empty.mkdir(exist_ok=True)
-    built = [Built(service=s, env=envs.ensure(service_spec(s), empty)) for s in services]
+    built = [
+        Built(service=s, env=envs.ensure(service_spec(s, envs.interpreters), empty))
+        for s in services
+    ]
     for b in built:
         if b.service.hosts and b.service.tls_ports:
             b.tls = tls_files(b.env, b.service.hosts, envs.cache.root / "tls")
@@ -222,7 +265,7 @@ def tls_files(env: Environment, hosts: list[str], root: Path) -> Path:
 
 
 def _variables(b: Built) -> dict[str, str]:
-    found = b.service.variables(b.port)
+    found = b.service.variables(b.port, b.hosts_served)
     if b.hosts_served and b.tls:
         found.update(dict.fromkeys(TRUST_VARIABLES, str(b.tls / "ca.pem")))
     return found
