@@ -83,6 +83,22 @@ def test_an_empty_submission_s_run_is_kept_as_the_base_run(
     assert defect_at_base(task, _verdict({}), TestRun(env_key="env-1"), fresh).task_defect
 
 
+def test_eval_says_a_task_defect_once_and_whole() -> None:
+    from swebounty.cli.evaluate import _verdict_reasons
+
+    words = "task defect: its FAIL_TO_PASS tests pass with no change to the repository, so it "
+    words += "cannot tell a fix from none — check the dataset's labels (seen on the base's run)"
+    empty = _verdict({}).model_copy(update={"status": "unresolved", "empty_patch": True,
+                                            "reason": words, "task_defect": words})  # fmt: skip
+    excused = _verdict({}).model_copy(
+        update={"reason": f"resolved with 1 PASS_TO_PASS test(s) excused\n{words}",
+                "task_defect": words, "instance_id": "o__p-2"}
+    )  # fmt: skip
+    lines = _verdict_reasons([empty, excused])
+    assert [(line.count(words), line.count("task defect:")) for line in lines] == [(1, 1)] * 2
+    assert "resolved with 1 PASS_TO_PASS test(s) excused" in lines[1]
+
+
 # ---------------------------------------------------------------------------- end to end
 
 TESTS = """\

@@ -277,8 +277,9 @@ def _verdict_reasons(verdicts: list[Verdict]) -> list[str]:
     for v in sorted(verdicts, key=lambda v: (v.instance_id, v.attempt)):
         # a resolve that needed an excuse, or on a task that cannot fail, says so
         explain = not v.resolved or v.excused_tests or v.task_defect
-        why = v.reason.splitlines()[0][:160] if v.reason and explain else ""
-        if v.task_defect and v.task_defect not in why:
+        first = v.reason.splitlines()[0] if v.reason and explain else ""
+        why = first[:160] if first != v.task_defect else ""
+        if v.task_defect:  # said once, whole, whatever the reason's first line holds
             why = "; ".join(filter(None, [why, f"[yellow]{v.task_defect}[/]"]))
         if v.hack_flags:
             why = f"[yellow]hack flags: {', '.join(v.hack_flags)}[/] {why}"
