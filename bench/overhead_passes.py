@@ -11,9 +11,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from benchkit import junit_time, median, timed_run
+from benchkit import median, timed_run
 from stages import Stages
 
+from swebounty import runs
 from swebounty.demo import build_demo
 from swebounty.diffs import files_in_patch
 from swebounty.evalcontext import EvalContext
@@ -100,15 +101,6 @@ def sandbox_costs(co: Checkout, ctx: EvalContext, repeat: int) -> dict[str, Any]
     return result
 
 
-def bare_round(checkouts: dict[str, Checkout]) -> dict[str, tuple[float, float]]:
-    """Bare pytest once on every task's warm checkout: (wall s, pytest's session s)."""
-    out = {}
-    for i, co in checkouts.items():
-        wall = timed_run(co.argv, co.workspace, co.env)
-        out[i] = (wall, junit_time(co.junit) or float("nan"))
-    return out
-
-
 def harness_pass(
     tasks: list[Task],
     ctx: EvalContext,
@@ -116,29 +108,49 @@ def harness_pass(
     workers: int,
     stages: Stages | None,
     label: str = "",
-) -> tuple[float, dict[str, float], list[Any]]:
-    """One evaluate_run over `tasks`: wall time, each task's time (see module doc), verdicts."""
+    checkouts: dict[str, Checkout] | None = None,
+) -> tuple[float, dict[str, float], list[Any], dict[str, float]]:
+    """One evaluate_run over `tasks`: wall time, each task's time (see module doc), verdicts,
+    and with `checkouts` (one worker) bare pytest's time on each task's warm checkout, run
+    just before the harness evaluates the task (and left out of the task's time), so each
+    evaluation is compared with a bare run seconds away, whatever the machine's load does."""
     run_id = f"bench-{uuid.uuid4().hex[:8]}"
     pairs = list(zip(tasks, gold_submissions(tasks), strict=True))
     per_task: dict[str, float] = {}
+    bare: dict[str, float] = {}
+    excluded = 0.0
     start = last = time.perf_counter()
 
     def on_verdict(v: Any) -> None:
-        nonlocal last
+        nonlocal last, excluded
         now = time.perf_counter()
-        per_task[v.instance_id] = now - last
-        last = now
+        per_task[v.instance_id] = now - last - excluded
+        last, excluded = now, 0.0
+
+    original = runs.evaluate_one
+
+    def paired(task: Task, *a: Any, **kw: Any) -> Any:
+        nonlocal excluded
+        co = (checkouts or {}).get(task.instance_id)
+        if co is not None:
+            bare[task.instance_id] = took = timed_run(co.argv, co.workspace, co.env)
+            excluded += took
+        return original(task, *a, **kw)
 
     if stages:
         stages.enable(label)
+    if checkouts:
+        assert workers == 1, "bare runs beside the harness's need one worker"
+        runs.evaluate_one = paired  # type: ignore[assignment]
     try:
         verdicts = evaluate_run(
             run_id, pairs, ctx, store, workers=workers, force=True, on_verdict=on_verdict
         )
     finally:
+        runs.evaluate_one = original  # type: ignore[assignment]
         if stages:
             stages.disable()
-    return time.perf_counter() - start, per_task, verdicts
+    return time.perf_counter() - start, per_task, verdicts, bare
 
 
 def cli_eval(args: argparse.Namespace, ids: list[str], runs_dir: Path) -> float:

@@ -7,9 +7,9 @@ Environments are built (or found) first and every task is evaluated once to warm
 is timed is the warm path. Then, all in this one run (the machines are shared: compare ratios):
 1. bare pytest: the task's test files run directly with pytest (the argv the harness uses),
    unsandboxed, in the same environment and per-task layer, in a checkout with the gold and
-   test patches applied, once on every task before each pass of the harness, so each pass is
-   compared with the bare runs nearest in time (a first run that also compiles the
-   checkout's bytecode is reported apart as "cold");
+   test patches applied, just before the harness evaluates the task in each default pass
+   (left out of the task's time), so each evaluation is compared with a bare run seconds
+   away (a first run that also compiles the checkout's bytecode is reported apart as "cold");
 2. the harness: `evaluate_run` over all tasks in one call, one worker, gold submissions, as
    `swebounty eval --gold` runs it; --repeat times, then --repeat times more with the bytecode
    cache off (bytecode.py; the warm-up filled it), to show what it saves, and --repeat times
@@ -26,7 +26,7 @@ is timed is the warm path. Then, all in this one run (the machines are shared: c
 5. throughput: tasks per minute at --workers (default 1, 2) on the real tasks and at
    --demo-workers (default 1, 2, 4) on the bundled demo (its 4 tasks x --demo-attempts).
 Each task's overhead is the median over the passes of (its time in the pass - its bare run
-before the pass); the table shows its spread (min..max over the passes) and the summary the
+just before); the table shows its spread (min..max over the passes) and the summary the
 median over tasks pass by pass, so one noisy sample does not decide the figure.
 Prints the tables and writes everything to --json (bench/results/overhead_real.json).
 Its parts: the measurements in overhead_passes.py, the stage timer in stages.py, what the
@@ -47,7 +47,6 @@ from pathlib import Path
 from benchkit import DEFAULT_TASKS, median, table, task_args
 from overhead_passes import (
     Checkout,
-    bare_round,
     cli_eval,
     demo_throughput,
     harness_pass,
@@ -127,12 +126,11 @@ def main() -> None:
         # workspaces on disk, so a change in the machine's load weighs on all alike.
         memory_dir = ctx.memory_dir
         console.print(f"workspaces in memory: {memory_dir or 'no (on the cache disk)'}")
-        passes, uncached, on_disk, rounds = [], [], [], []
+        passes, uncached, on_disk = [], [], []
         for _ in range(args.repeat):
-            # Bare pytest on every task just before each pass: each pass is compared with the
-            # bare run nearest in time (the load of a shared machine drifts over minutes).
-            rounds.append(bare_round(checkouts))
-            passes.append(harness_pass(tasks, ctx, store, 1, stages))
+            # Bare pytest on each task just before the harness evaluates it: the load of a
+            # shared machine changes by the second.
+            passes.append(harness_pass(tasks, ctx, store, 1, stages, checkouts=checkouts))
             if args.skip_variants:
                 continue
             bytecode.ENABLED = False
@@ -149,9 +147,8 @@ def main() -> None:
         bare = {
             i: {
                 **costs[i],
-                "median_s": median([r[i][0] for r in rounds]),
-                "runs_s": [r[i][0] for r in rounds],
-                "session_s": median([r[i][1] for r in rounds]),
+                "median_s": median([p[3][i] for p in passes]),
+                "runs_s": [p[3][i] for p in passes],
             }
             for i in ids
         }
@@ -179,7 +176,7 @@ def main() -> None:
     rows, overheads, overheads_no_cache, overheads_disk = [], [], [], []
     # The spread: each task's overhead in every pass (against bare pytest's median), and the
     # median over the tasks pass by pass, so one noisy sample cannot decide the figure.
-    per_pass = {i: [p[1][i] - r[i][0] for p, r in zip(passes, rounds, strict=True)] for i in ids}
+    per_pass = {i: [p[1][i] - p[3][i] for p in passes] for i in ids}
     pass_medians = [median([per_pass[i][k] for i in ids]) for k in range(len(passes))]
     for i in ids:
         b, h = bare[i], harness[i]
