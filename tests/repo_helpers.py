@@ -7,6 +7,16 @@ import subprocess
 import textwrap
 from pathlib import Path
 
+# A one-module project with a bug (`double` adds instead of multiplying) and pytest as its test
+# extra: the grading tests' small repository (their tests and tasks are added by each test).
+BUGGY_PROJECT = {
+    "pyproject.toml": '[project]\nname = "proj"\nversion = "0.1"\n'
+    'requires-python = ">=3.8"\n[project.optional-dependencies]\ntest = ["pytest"]\n',
+    "proj/__init__.py": "",
+    "proj/a.py": "def double(x):\n    return x + 2\n\n\ndef name():\n    return 'proj'\n",
+    "tests/__init__.py": "",
+}
+
 
 def git_repo(root: Path, files: dict[str, str], *, when: str | None = None) -> Path:
     """`root` made a git repository with `files` (relative path -> dedented text) committed;

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from repo_helpers import git_repo
+from repo_helpers import BUGGY_PROJECT, git_repo
 from swebounty.sandbox import bwrap_available
 from swebounty.tasks import Verdict
 
@@ -82,13 +82,7 @@ TESTS = """\
 def small(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """A repo with a bug (`double`), its tasks and a few submissions."""
     root = tmp_path_factory.mktemp("baseline")
-    files = {
-        "pyproject.toml": '[project]\nname = "proj"\nversion = "0.1"\n'
-        'requires-python = ">=3.8"\n[project.optional-dependencies]\ntest = ["pytest"]\n',
-        "proj/__init__.py": "",
-        "proj/a.py": "def double(x):\n    return x + 2\n\n\ndef name():\n    return 'proj'\n",
-        "tests/__init__.py": "",
-    }
+    files = dict(BUGGY_PROJECT)
     repo = git_repo(root / "repos" / "small__proj", files, when=WHEN)
     base = git(repo, "rev-parse", "HEAD").strip()
     fix = "def double(x):\n    return x * 2\n\n\ndef name():\n    return 'proj'\n"

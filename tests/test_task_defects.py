@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from repo_helpers import git_repo
+from repo_helpers import BUGGY_PROJECT, git_repo
 from swebounty import baseline
 from swebounty.baseline import base_run, defect_at_base, excuse, remember_base
 from swebounty.store import Store
@@ -121,11 +121,7 @@ def tasks(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     changes only a README."""
     root = tmp_path_factory.mktemp("defects")
     files = {
-        "pyproject.toml": '[project]\nname = "proj"\nversion = "0.1"\n'
-        'requires-python = ">=3.8"\n[project.optional-dependencies]\ntest = ["pytest"]\n',
-        "proj/__init__.py": "",
-        "proj/a.py": "def double(x):\n    return x + 2\n\n\ndef name():\n    return 'proj'\n",
-        "tests/__init__.py": "",
+        **BUGGY_PROJECT,
         "README.md": "proj\n",
     }
     repo = git_repo(root / "repos" / "small__proj", files, when=WHEN)
