@@ -122,6 +122,28 @@ def test_report_contents(report: Path, tmp_path: Path) -> None:
     assert 'href="../runs/strong/org__lib-1/"' in html  # logs, relative to the report
 
 
+def test_report_names_task_defects_where_a_reader_looks(tmp_path: Path) -> None:
+    run = make_run("defects", {"org__lib-0", "org__lib-1"}, tmp_path, cost=None)
+    words = "task defect: its FAIL_TO_PASS tests pass with no change to the repository"
+    flagged = run.verdicts[1].model_copy(
+        update={"task_defect": words, "reason": f"resolved\n{words}"}
+    )
+    verdicts = [run.verdicts[0], flagged, *run.verdicts[2:]]
+    html = write_report([run._replace(verdicts=verdicts)], tmp_path / "r.html").read_text()
+    board = html[html.index('id="leaderboard"') : html.index('id="charts"')]
+    assert "1 task defect<" in board  # on the run's leaderboard row
+    facts = html[html.index('id="defects-0-defects"') : html.index("<h3>Tasks</h3>")]
+    assert "cannot tell a fix from none" in facts and "FAIL_TO_PASS labels of" in facts
+    assert 'href="#0-defects-org__lib-1"' in facts and "org__lib-0" not in facts
+    task = html[html.index('id="0-defects-org__lib-1"') :]
+    task = task[: task.index("</details>")]
+    assert 'data-defect="yes"' in task and ">task defect</span>" in task
+    assert task.count(words) == 2  # the badge's title and the attempt's own line, not the reason
+    assert html.count('data-defect="yes"') == 1
+    clean = write_report([run], tmp_path / "clean.html").read_text()
+    assert "task defect<" not in clean and 'data-defect="yes"' not in clean
+
+
 def test_charts_are_deterministic_and_skip_missing_data() -> None:
     series = [(plots.Series("a", 0), Rate(value=0.5, low=0.25, high=0.75))]
     first = plots.resolve_rate_chart(series)

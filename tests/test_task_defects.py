@@ -99,6 +99,35 @@ def test_eval_says_a_task_defect_once_and_whole() -> None:
     assert "resolved with 1 PASS_TO_PASS test(s) excused" in lines[1]
 
 
+def test_run_s_summary_names_the_task_defects(capsys: pytest.CaptureFixture[str]) -> None:
+    from swebounty.cli.run import _summary
+    from swebounty.grading import TASK_DEFECT
+    from swebounty.summary import run_report
+    from swebounty.tasks import Submission
+
+    defect = _verdict({}).model_copy(update={"status": "unresolved", "empty_patch": True,
+                                             "task_defect": TASK_DEFECT})  # fmt: skip
+    sound = _verdict({F2P[0]: "failed"}).model_copy(update={"instance_id": "o__p-2"})
+    tasks = [_task(), _task().model_copy(update={"instance_id": "o__p-2"})]
+    subs = [Submission(instance_id=t.instance_id, model_patch="") for t in tasks]
+    report = run_report("r", tasks, subs, [defect, sound], [], sandbox="bwrap", unsafe=False)
+    _summary("r", report, Path("report.json"))
+    said = capsys.readouterr().out
+    assert "1 task defect(s)" in said and "o__p-1" in said and "o__p-2" not in said
+    assert "check the dataset's FAIL_TO_PASS labels" in said
+    report["task_defects"] = []
+    _summary("r", report, Path("report.json"))
+    assert "task defect" not in capsys.readouterr().out
+
+
+def test_a_task_id_cannot_restyle_the_defect_line(capsys: pytest.CaptureFixture[str]) -> None:
+    from swebounty.cli._common import show_task_defects
+
+    show_task_defects([{"instance_id": "[/][link=https://evil.example]x"}])
+    said = capsys.readouterr().out
+    assert "[/][link=https://evil.example]x" in said  # printed as text, not as markup
+
+
 # ---------------------------------------------------------------------------- end to end
 
 TESTS = """\

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 from rich.console import Console
@@ -152,6 +152,22 @@ def show_record_errors(errors: list[RecordError]) -> None:
         )
     if len(errors) > 20:
         console.print(f"[yellow]… and {len(errors) - 20} more record errors (see report.json)[/]")
+
+
+def show_task_defects(defects: list[dict[str, Any]]) -> None:
+    """Which tasks showed a defect (report.json's `task_defects`: FAIL_TO_PASS tests that pass
+    with no change to the repository), why that matters and what to check. `eval` and `run`
+    both end with it: a resolve on such a task proves nothing, an empty one's `unresolved` too."""
+    ids = sorted({d["instance_id"] for d in defects})
+    if ids:
+        # Task ids come from the dataset: escaped, so one cannot restyle or hide the line.
+        out.print(
+            f"[yellow]{len(ids)} task defect(s)[/]: their FAIL_TO_PASS tests pass with no change "
+            f"to the repository, so they cannot tell a fix from none — check the dataset's "
+            f"FAIL_TO_PASS labels of {escape(', '.join(ids))} (report.json: task_defects)",
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 def load_dataset(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -27,6 +27,7 @@ from swebounty.cli._common import (
     progress,
     setup_logging,
     show_record_errors,
+    show_task_defects,
     where,
 )
 
@@ -192,7 +193,7 @@ def eval_cmd(
             highlight=False,
             soft_wrap=True,
         )
-        _show_defects(report["task_defects"])
+        show_task_defects(report["task_defects"])
         if unsafe:
             console.print("[bold red]This run was NOT sandboxed (--unsafe).[/]")
         if interrupted:
@@ -202,19 +203,6 @@ def eval_cmd(
                 "run the same command again to resume"
             )
             raise typer.Exit(130)
-
-
-def _show_defects(defects: list[dict[str, Any]]) -> None:
-    """How many tasks showed a defect (FAIL_TO_PASS tests passing with no change), and which."""
-    ids = sorted({d["instance_id"] for d in defects})
-    if ids:
-        out.print(
-            f"[yellow]{len(ids)} task defect(s)[/]: their FAIL_TO_PASS tests pass with no change "
-            f"to the repository, so they cannot tell a fix from none — check the dataset's "
-            f"labels: {', '.join(ids)} (report.json: task_defects)",
-            highlight=False,
-            soft_wrap=True,
-        )
 
 
 def _run(ev: Evaluation, *, force: bool, retry_errors: bool, quiet: bool) -> bool:

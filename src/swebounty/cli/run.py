@@ -27,6 +27,7 @@ from swebounty.cli._common import (
     progress,
     setup_logging,
     show_record_errors,
+    show_task_defects,
     where,
 )
 from swebounty.cli.evaluate import STATUS_STYLE
@@ -386,11 +387,11 @@ def _summary(run_id: str, report: dict[str, Any], path: Path) -> None:
     if overall.get("kprize"):
         parts.append(f"Kprize {overall['kprize']['value']:.6f}")
     out.print(" · ".join(parts))
-    rule = score.get("eligibility") or {}
-    if rule:
+    if rule := score.get("eligibility") or {}:
         why = "eligible" if rule["kprize"] else "not eligible: " + "; ".join(rule["reasons"])
         out.print(f"Kprize rule: {why}")
     out.print(f"report: {path} · scores: swebounty score {run_id}")
+    show_task_defects(report["task_defects"])
 
 
 def register(app: typer.Typer) -> None:

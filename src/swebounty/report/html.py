@@ -107,6 +107,7 @@ def _run_view(run: ReportRun, rank: int, base_dir: Path) -> dict[str, Any]:
         run.tasks, run.submissions, run.verdicts, estimate=load_value_estimator()
     )
     slug = f"{rank}-{_slug(run_id)}"
+    tasks = [_task_view(o, slug, base_dir) for o in outcomes]
     return {
         "rank": rank,
         "slug": slug,
@@ -117,7 +118,10 @@ def _run_view(run: ReportRun, rank: int, base_dir: Path) -> dict[str, Any]:
         "score": score,
         "best_k": score.pass_at_k[-1] if score.pass_at_k else None,
         "dollars_note": dollars_note(score.overall.dollars),
-        "tasks": [_task_view(o, slug, base_dir) for o in outcomes],
+        "tasks": tasks,
+        # Tasks whose FAIL_TO_PASS tests passed with no change (grading.empty_never_resolves):
+        # named at the top of the run, since every verdict on them proves nothing.
+        "defects": [t for t in tasks if t["defect"]],
     }
 
 
@@ -147,6 +151,9 @@ def _task_view(outcome: TaskOutcome, slug: str, base_dir: Path) -> dict[str, Any
     best = next(
         (k for k in ("resolved", "wrong", "skipped", "error", "pending") if k in kinds), "pending"
     )
+    defects = [
+        a.verdict.task_defect for a in outcome.attempts if a.verdict and a.verdict.task_defect
+    ]
     return {
         "anchor": f"{slug}-{_slug(task.instance_id)}",
         "id": task.instance_id,
@@ -159,6 +166,7 @@ def _task_view(outcome: TaskOutcome, slug: str, base_dir: Path) -> dict[str, Any
         "resolved": outcome.resolved,
         "graded": outcome.graded,
         "flagged": any(a.verdict and a.verdict.hack_flags for a in outcome.attempts),
+        "defect": next(iter(defects), ""),
         "attempts": [_attempt_view(a, base_dir) for a in outcome.attempts],
     }
 
@@ -172,7 +180,13 @@ def _attempt_view(attempt: AttemptOutcome, base_dir: Path) -> dict[str, Any]:
         "number": attempt.attempt,
         "outcome": attempt.outcome,
         "status": verdict.status if verdict else "not evaluated",
-        "reason": verdict.reason if verdict else "",
+        # The defect has a line of its own: its words leave the reason they were added to.
+        "reason": "\n".join(
+            line for line in verdict.reason.splitlines() if line != verdict.task_defect
+        )
+        if verdict
+        else "",
+        "task_defect": verdict.task_defect if verdict else "",
         "patch_method": verdict.patch_method if verdict else None,
         "eval_seconds": verdict.seconds if verdict else None,
         "sandbox": verdict.sandbox if verdict else None,
