@@ -1,4 +1,5 @@
-"""A small git repository a test writes from a dict of files (the environment tests' fixture)."""
+"""A small git repository a test writes from a dict of files (the environment tests' fixture),
+and the git environment every test's repositories are made with."""
 
 from __future__ import annotations
 
@@ -18,18 +19,33 @@ BUGGY_PROJECT = {
 }
 
 
+# git that reads neither the user's nor the system's configuration and commits as one identity,
+# so a repository a test makes is the same whoever runs it.
+GIT_ENV = {
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_AUTHOR_NAME": "Ada",
+    "GIT_AUTHOR_EMAIL": "ada@example.com",
+    "GIT_COMMITTER_NAME": "Ada",
+    "GIT_COMMITTER_EMAIL": "ada@example.com",
+}
+
+
+def git_env(when: str | None = None) -> dict[str, str]:
+    """This process's environment (read now: a test may have changed it) without the caller's
+    GIT_* variables, with GIT_ENV, and commits dated `when` (ISO 8601) when it is given."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")} | GIT_ENV
+    return env | ({"GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when} if when else {})
+
+
 def git_repo(root: Path, files: dict[str, str], *, when: str | None = None) -> Path:
     """`root` made a git repository with `files` (relative path -> dedented text) committed;
     `when` (ISO 8601) dates the commit, and so the dependency cut-off of its environment."""
-    env = {**os.environ, **({"GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when} if when else {})}
+    env = git_env(when)
     for rel, text in files.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text))
-    for argv in (
-        ["init", "-q"],
-        ["add", "-A"],
-        ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base"],
-    ):
+    for argv in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "base"]):
         subprocess.run(["git", *argv], cwd=root, env=env, check=True, capture_output=True)
     return root

@@ -13,7 +13,6 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-import httpx
 import pytest
 import uv as uv_package
 
@@ -74,14 +73,6 @@ def counting_uv(tmp: Path) -> tuple[Path, Path]:
     )
     script.chmod(0o755)
     return script, counter
-
-
-@pytest.fixture(scope="session")
-def index_reachable() -> None:
-    try:
-        httpx.head("https://pypi.org/simple/pip/", timeout=10, follow_redirects=True)
-    except httpx.HTTPError as exc:
-        pytest.skip(f"the package index is unreachable here: {exc}")
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,6 @@ import zipfile
 from datetime import datetime, timezone
 from pathlib import Path
 
-import httpx
 import pytest
 
 from repo_helpers import git_repo
@@ -43,14 +42,6 @@ def test_a_plugins_tests_do_not_make_it_a_companion() -> None:
     sources = _python_sources("plug-1.0-py3-none-any.whl", data.getvalue())
     assert sources == ["import json\n"]
     assert _python_sources("plug-1.0.exe", b"") is None
-
-
-@pytest.fixture
-def index_reachable() -> None:
-    try:
-        httpx.head("https://pypi.org/simple/pip/", timeout=10, follow_redirects=True)
-    except httpx.HTTPError as exc:
-        pytest.skip(f"the package index is unreachable here: {exc}")
 
 
 @pytest.mark.network

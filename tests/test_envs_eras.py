@@ -29,14 +29,6 @@ from swebounty.tasks import Task
 UTC = timezone.utc
 
 
-@pytest.fixture(scope="module")
-def index_reachable() -> None:
-    try:
-        httpx.head("https://pypi.org/simple/pip/", timeout=10, follow_redirects=True)
-    except httpx.HTTPError as exc:
-        pytest.skip(f"the package index is unreachable here: {exc}")
-
-
 def build(tmp_path: Path, ws: Path, when: datetime) -> tuple[EnvManager, Any]:
     manager = EnvManager(tmp_path / "cache")
     task = Task(instance_id="era-1", repo="test/era", base_commit="HEAD")

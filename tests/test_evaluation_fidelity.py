@@ -12,38 +12,30 @@ through the real evaluation path (`evaluate`, bwrap). Needs the package index (`
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import textwrap
 import uuid
 from pathlib import Path
 
-import httpx
 import pytest
 
+from repo_helpers import git_env
 from swebounty.evaluation import evaluate
 from swebounty.sandbox import bwrap_available
 from swebounty.tasks import Verdict
 
 pytestmark = [
     pytest.mark.network,
+    pytest.mark.usefixtures("index_reachable"),  # tests/conftest.py
     pytest.mark.skipif(not bwrap_available(), reason="bwrap cannot run here"),
 ]
 
 
-@pytest.fixture(autouse=True)
-def index_reachable() -> None:
-    try:
-        httpx.head("https://pypi.org/simple/pip/", timeout=10, follow_redirects=True)
-    except httpx.HTTPError as exc:
-        pytest.skip(f"the package index is unreachable here: {exc}")
-
-
 def git(repo: Path, when: str, *argv: str) -> str:
-    env = {**os.environ, "GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when}
-    cmd = ["git", "-c", "user.name=t", "-c", "user.email=t@t", *argv]
-    return subprocess.run(cmd, cwd=repo, env=env, check=True, capture_output=True, text=True).stdout
+    return subprocess.run(
+        ["git", *argv], cwd=repo, env=git_env(when), check=True, capture_output=True, text=True
+    ).stdout
 
 
 def diff_of(repo: Path, rel: str, text: str) -> str:

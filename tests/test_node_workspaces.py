@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from repo_helpers import git_env
 from swebounty.envs.node_project import find_runner
 from swebounty.envs.node_workspaces import (
     delegates_to_workspaces,
@@ -241,9 +242,7 @@ _DATA = """diff --git a/packages/app/test/cases.json b/packages/app/test/cases.j
 
 def _monorepo_mirror(repos: Path) -> str:
     src = write(repos.parent / "src", _MONOREPO)
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@e",
-           "GIT_AUTHOR_DATE": "2025-06-01T00:00:00Z", "GIT_COMMITTER_DATE": "2025-06-01T00:00:00Z"}  # fmt: skip
+    env = git_env("2025-06-01T00:00:00Z")
     for argv in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "monorepo"]):
         subprocess.run(["git", *argv], cwd=src, env=env, check=True)
     subprocess.run(

@@ -10,7 +10,6 @@ nothing; `all` excuses both; FAIL_TO_PASS tests never.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import textwrap
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from repo_helpers import BUGGY_PROJECT, git_repo
+from repo_helpers import BUGGY_PROJECT, git_env, git_repo
 from swebounty.sandbox import bwrap_available
 from swebounty.tasks import Verdict
 
@@ -34,9 +33,9 @@ WHEN = "2024-03-01T12:00:00+00:00"  # the base commits' date: their environments
 
 
 def git(repo: Path, *argv: str) -> str:
-    env = {**os.environ, "GIT_AUTHOR_DATE": WHEN, "GIT_COMMITTER_DATE": WHEN}
-    cmd = ["git", "-c", "user.name=t", "-c", "user.email=t@t", *argv]
-    return subprocess.run(cmd, cwd=repo, env=env, check=True, capture_output=True, text=True).stdout
+    return subprocess.run(
+        ["git", *argv], cwd=repo, env=git_env(WHEN), check=True, capture_output=True, text=True
+    ).stdout
 
 
 def diff_of(repo: Path, files: dict[str, str]) -> str:

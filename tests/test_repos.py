@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from repo_helpers import git_env
 from swebounty import repos
 from swebounty.repos import (
     RepoError,
@@ -20,21 +21,14 @@ from swebounty.repos import (
     make_workspace,
 )
 
-ENV = {
-    **{k: v for k, v in os.environ.items() if not k.startswith("GIT_")},
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_AUTHOR_NAME": "Ada",
-    "GIT_AUTHOR_EMAIL": "ada@example.com",
-    "GIT_COMMITTER_NAME": "Ada",
-    "GIT_COMMITTER_EMAIL": "ada@example.com",
-}
-
 
 def run(repo: Path, *args: str, date: str = "2023-05-01T12:00:00+02:00") -> str:
-    env = {**ENV, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
     return subprocess.run(
-        ["git", "-C", str(repo), *args], env=env, check=True, capture_output=True, text=True
+        ["git", "-C", str(repo), *args],
+        env=git_env(date),
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout.strip()
 
 

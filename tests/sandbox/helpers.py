@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from repo_helpers import git_env
 from swebounty.sandbox import (
     Mount,
     Policy,
@@ -26,16 +27,6 @@ from swebounty.sandbox import (
 
 PYTHON = sys.executable
 PREFIXES = sorted({Path(sys.prefix), Path(sys.base_prefix)})
-GIT_ENV = {
-    "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-    "HOME": "/nonexistent",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_AUTHOR_NAME": "Ada",
-    "GIT_AUTHOR_EMAIL": "ada@example.com",
-    "GIT_COMMITTER_NAME": "Ada",
-    "GIT_COMMITTER_EMAIL": "ada@example.com",
-}
 
 # Prepended to every attack: records each attempt's outcome and prints them as one JSON line.
 PRELUDE = """\
@@ -86,7 +77,7 @@ class World:
 
 def _git(repo: Path, *args: str, stdin: str | None = None) -> None:
     subprocess.run(
-        ["git", "-C", str(repo), *args], env=GIT_ENV, input=stdin, text=True, check=True,
+        ["git", "-C", str(repo), *args], env=git_env(), input=stdin, text=True, check=True,
         capture_output=True,
     )  # fmt: skip
 
