@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+JUNIT = "/tmp/swebounty-junit.xml"  # where pytest writes, inside the sandbox (testrun.py)
+
 
 @dataclass(frozen=True)
 class Link:
