@@ -98,6 +98,12 @@ def test_a_linked_workspace_is_the_checkout_linked_to_one_kept_copy(tmp_path: Pa
     # index is the workspace's own: patches.py rewrites it in place.
     assert first.stat().st_uid == os.geteuid() and (first / ".git").stat().st_uid == os.geteuid()
     assert (first / ".git" / "index").stat().st_ino != (second / ".git" / "index").stat().st_ino
+    # .git's objects are links (git never writes them in place), its other files copies; the
+    # checkout's directories are the kept one's owner's, as its files.
+    objects = [p for p in (first / ".git" / "objects").rglob("*") if p.is_file()]
+    assert objects and all(p.stat().st_nlink > 1 for p in objects)
+    assert all(p.stat().st_nlink == 1 for p in (first / ".git").iterdir() if p.is_file())
+    assert ((first / "pkg").stat().st_uid, (first / "pkg").stat().st_gid) == _owner()
     assert git(first, "status", "--porcelain").stdout == b""
 
 

@@ -108,38 +108,45 @@ def link_tree(src: Path, dest: Path) -> None:
 
 def _link_dir(src: Path, dest: Path, *, git_dir: bool) -> None:
     # The top and .git stay this process's until the sandbox's turn (prepare_workdir): git
-    # refuses to work in a repository another user owns.
+    # refuses to work in a repository another user owns. Paths are strings and each entry's
+    # type comes from the directory (d_type): Path objects and a stat per file took two thirds
+    # of the time of linking pylint's tree (0.072 s per workspace over the seven tasks).
     os.mkdir(dest, stat.S_IMODE(os.lstat(src).st_mode))
-    stack = [(src, dest, git_dir, src)]
+    # (source dir, its copy, where: _TREE, _GIT (.git and below, but its objects), _OBJECTS)
+    top = str(src)
+    top_git = f"{top}/.git"
+    stack = [(top, str(dest), _GIT if git_dir else _TREE)]
     while stack:
-        here, there, in_git, top_src = stack.pop()
+        here, there, where = stack.pop()
         with os.scandir(here) as entries:
             for entry in entries:
-                target = there / entry.name
-                st = entry.stat(follow_symlinks=False)
-                if stat.S_ISDIR(st.st_mode):
-                    is_git = in_git or (here == top_src and entry.name == ".git")
+                target = f"{there}/{entry.name}"
+                if entry.is_dir(follow_symlinks=False):
+                    st = entry.stat(follow_symlinks=False)
+                    inner = where
+                    if where == _TREE and here == top and entry.name == ".git":
+                        inner = _GIT
+                    elif where == _GIT and here == top_git and entry.name == "objects":
+                        inner = _OBJECTS
                     os.mkdir(target, stat.S_IMODE(st.st_mode))
-                    if not is_git:
+                    if inner == _TREE:
                         os.chown(target, st.st_uid, st.st_gid)
-                    stack.append((Path(entry.path), target, is_git, top_src))
-                elif stat.S_ISLNK(st.st_mode):
+                    stack.append((entry.path, target, inner))
+                elif entry.is_symlink():
                     os.symlink(os.readlink(entry.path), target)
-                    if not in_git:
+                    if where == _TREE:
+                        st = entry.stat(follow_symlinks=False)
                         os.chown(target, st.st_uid, st.st_gid, follow_symlinks=False)
-                elif stat.S_ISREG(st.st_mode):
-                    objects = in_git and _under_objects(Path(entry.path), src)
-                    if in_git and not objects:
+                elif entry.is_file(follow_symlinks=False):
+                    if where == _GIT:
                         shutil.copyfile(entry.path, target, follow_symlinks=False)
-                        os.chmod(target, stat.S_IMODE(st.st_mode))
+                        os.chmod(target, stat.S_IMODE(entry.stat(follow_symlinks=False).st_mode))
                     else:
                         os.link(entry.path, target, follow_symlinks=False)
                 # nothing else is in a checkout
 
 
-def _under_objects(path: Path, src: Path) -> bool:
-    parts = path.relative_to(src).parts
-    return len(parts) > 2 and parts[0] == ".git" and parts[1] == "objects"
+_TREE, _GIT, _OBJECTS = 0, 1, 2  # the checkout's files; .git's own files; .git/objects
 
 
 def _evict(root: Path, budget: int) -> None:
