@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from swebounty import patches
+from swebounty import headtree, patches
 from swebounty.diffs import PatchError, files_in_patch
 from swebounty.patches import apply_patch, reset_files
 
@@ -268,7 +268,7 @@ def test_gnu_patch_never_writes_a_file_the_checked_headers_do_not_name(tmp_path:
 
 
 def _counting_git(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
-    """The git processes patches.py starts."""
+    """The git processes patches.py (and headtree.py, which reads HEAD for it) starts."""
     calls: list[list[str]] = []
     real = patches._run
 
@@ -277,6 +277,7 @@ def _counting_git(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
         return real(argv, cwd, data)
 
     monkeypatch.setattr(patches, "_run", counting)
+    monkeypatch.setattr(headtree, "_run", counting)
     return calls
 
 
@@ -305,6 +306,37 @@ def test_head_tree_asks_git_once_per_commit(
     git(repo, "checkout", "-q", "--detach", "HEAD~1")
     assert patches.head_tree(repo) == first and len(calls) == 3
     assert patches.head_tree(tmp_path / "missing") is None
+
+
+def test_head_entries_list_a_tree_once_and_read_the_listing_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = {"a.txt": "one\n", "d/b.py": "two\n", "d/run.sh": "echo\n"}
+    repo = make_repo(tmp_path / "ws", files)
+    (repo / "d" / "run.sh").chmod(0o755)
+    os.symlink("a.txt", repo / "link")
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "more")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(repo), str(clone))
+    calls = _counting_git(monkeypatch)
+    wanted = ["a.txt", "d/run.sh", "link", "d", "missing.txt", "d/b.py"]
+    first = headtree.head_entries(repo, wanted)
+    assert set(first) == {"a.txt", "d/run.sh", "link", "d/b.py"}  # a directory is no entry
+    assert first["d/run.sh"][0] == "100755" and first["link"][0] == "120000"
+    assert first["a.txt"][1] == git(repo, "rev-parse", "HEAD:a.txt").strip()
+    listed = len(calls)
+    # Another workspace of the same commit, another question: the listing answers.
+    assert headtree.head_entries(clone, ["a.txt"]) == {"a.txt": first["a.txt"]}
+    (clone / "a.txt").write_text("changed\n")  # the work tree does not matter, HEAD does
+    reset_files(clone, ["a.txt"])
+    assert (clone / "a.txt").read_text() == "one\n"
+    assert not [c for c in calls[listed:] if "ls-tree" in c]
+    # A new commit is a new tree: listed once more.
+    (repo / "a.txt").write_text("three\n")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "next")
+    new = headtree.head_entries(repo, ["a.txt"])["a.txt"][1]
+    assert new == git(repo, "rev-parse", "HEAD:a.txt").strip() != first["a.txt"][1]
 
 
 def test_the_index_is_found_without_asking_git_and_restored(

@@ -25,9 +25,10 @@ import sys
 import threading
 from pathlib import Path, PurePosixPath
 
-from swebounty import patches, safefs
+from swebounty import safefs
 from swebounty.diffs import PatchError, files_in_patch, parse_patch
-from swebounty.patches import _output, _run, head_entries, read_blobs, reset_files
+from swebounty.headtree import _output, _run, head_entries, head_tree, read_blobs, tree_listing
+from swebounty.patches import reset_files
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -87,10 +88,12 @@ def strip_compiled(workspace: Path, patch: str) -> list[str]:
 def infra_paths(workspace: Path) -> list[str]:
     """Every file (or link) with an infrastructure name under `workspace`, .git excluded."""
     try:
+        # Names are tested before a path is built: a path per file cost half of the walk.
         return sorted(
-            rel
-            for rel in safefs.walk_paths(workspace, skip_dirs=_SKIP_DIRS)
-            if is_infra_name(rel.rpartition("/")[2])
+            f"{rel}/{name}" if rel else name
+            for rel, _, entries in safefs.walk_dirs(workspace, skip_dirs=_SKIP_DIRS)
+            for name, is_dir in entries
+            if not is_dir and (name in INFRA_NAMES or name.endswith(INFRA_SUFFIXES))
         )
     except safefs.UnsafePathError as exc:
         raise IntegrityError(f"cannot list the workspace's test infrastructure: {exc}") from exc
@@ -186,7 +189,7 @@ def base_infra(workspace: Path) -> dict[str, bytes]:
     """path -> content of the base commit's test infrastructure: every file with an
     infrastructure name, and the plugin modules its configuration names. Read once per tree
     (HEAD's) and kept while small: three git processes and a parse per evaluation otherwise."""
-    tree = patches.head_tree(workspace)
+    tree = head_tree(workspace)
     found = _base_infra.get(tree) if tree else None
     if found is None:
         found = _head_infra(workspace, tree or "HEAD")
@@ -207,10 +210,14 @@ _base_infra_lock = threading.Lock()
 
 def _head_infra(workspace: Path, tree: str) -> dict[str, bytes]:
     """path -> content of every infrastructure file of the base commit."""
-    listing = _run(["git", "ls-tree", "-r", "-z", "--name-only", tree], workspace)
-    if listing.returncode != 0:
-        raise IntegrityError(f"cannot list the base commit: {_output(listing).strip()}")
-    names = listing.stdout.decode("utf-8", "surrogateescape").split("\0")
+    known = tree_listing(workspace, tree) if tree != "HEAD" else None
+    if known is not None:
+        names = list(known)  # the listing every later question about this tree reads
+    else:
+        listing = _run(["git", "ls-tree", "-r", "-z", "--name-only", tree], workspace)
+        if listing.returncode != 0:
+            raise IntegrityError(f"cannot list the base commit: {_output(listing).strip()}")
+        names = listing.stdout.decode("utf-8", "surrogateescape").split("\0")
     wanted = [n for n in names if n and is_infra_name(PurePosixPath(n).name)]
     return _blobs_of(workspace, wanted)
 
