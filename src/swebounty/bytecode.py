@@ -280,36 +280,46 @@ def seed(pyc: Plan, workspace: Path, skip: set[str]) -> int:
 
 
 def _seed_dir(pyc: Plan, dfd: int, entries: list[tuple[str, str]]) -> int:
-    cached = [(name, pyc._entry(sha)) for name, sha in entries]
-    cached = [(name, path) for name, path in cached if path.exists()]
-    if not cached:
-        return 0
-    with contextlib.suppress(FileExistsError):
-        os.mkdir("__pycache__", 0o755, dir_fd=dfd)
+    # One open per cached file, no stat and no Path: a stat, a Path and read_bytes per file
+    # were two thirds of seeding sympy's 622 modules.
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-    cache_fd = os.open("__pycache__", flags, dir_fd=dfd)  # a link here raises: not followed
+    store = str(pyc.store)
+    cache_fd = -1
     copied = 0
     try:
-        for name, path in cached:
-            target = f"{name[:-3]}.{pyc.tag}.pyc"
+        for name, sha in entries:
             try:
-                fd = os.open(
-                    target,
-                    os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                    0o644,
-                    dir_fd=cache_fd,
-                )
-            except OSError as exc:
-                if exc.errno in (errno.EEXIST, errno.ELOOP):
-                    continue  # the repository's own file, or a link: not ours to replace
-                raise
+                src = os.open(f"{store}/{sha[:2]}/{sha}.pyc", os.O_RDONLY | os.O_CLOEXEC)
+            except FileNotFoundError:
+                continue  # not cached (it did not compile, or the cache was cleared)
             try:
-                data = memoryview(path.read_bytes())
-                while data:
-                    data = data[os.write(fd, data) :]
+                if cache_fd < 0:
+                    with contextlib.suppress(FileExistsError):
+                        os.mkdir("__pycache__", 0o755, dir_fd=dfd)
+                    # a link here raises: not followed
+                    cache_fd = os.open("__pycache__", flags, dir_fd=dfd)
+                try:
+                    fd = os.open(
+                        f"{name[:-3]}.{pyc.tag}.pyc",
+                        os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                        0o644,
+                        dir_fd=cache_fd,
+                    )
+                except OSError as exc:
+                    if exc.errno in (errno.EEXIST, errno.ELOOP):
+                        continue  # the repository's own file, or a link: not ours to replace
+                    raise
+                try:
+                    while chunk := os.read(src, 1 << 20):
+                        view = memoryview(chunk)
+                        while view:
+                            view = view[os.write(fd, view) :]
+                finally:
+                    os.close(fd)
+                copied += 1
             finally:
-                os.close(fd)
-            copied += 1
+                os.close(src)
     finally:
-        os.close(cache_fd)
+        if cache_fd >= 0:
+            os.close(cache_fd)
     return copied
