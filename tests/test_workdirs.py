@@ -295,6 +295,7 @@ def test_an_evaluation_puts_its_workspace_in_memory_only_when_safe_and_cleans_it
             result = testrun.run_tests(task, task.patch, ctx, tmp_path / f"logs{n}")
             assert result.error is None and result.cleanup_error is None, result
             assert all(o.status == "passed" for o in result.outcomes.values()), result.outcomes
+            assert ctx.remover.drain(timeout=60)  # removed off the critical path (remover.py)
             if ctx.memory_dir is not None:
                 left = [p.name for p in ctx.memory_dir.iterdir()]
                 # the workspace is gone; the pack and the checkout of its tree are kept

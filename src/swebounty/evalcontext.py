@@ -22,6 +22,7 @@ from pathlib import Path
 
 from swebounty.baseline import BaseRun
 from swebounty.envs import EnvManager
+from swebounty.remover import Remover
 from swebounty.sandbox import Sandbox, SandboxError, get_sandbox
 from swebounty.sandbox.base import Mount, Policy, RunResult
 from swebounty.tasks import BaseFailures
@@ -54,6 +55,8 @@ class EvalContext:
     # worker on a cluster node (executors/worker.py sets both).
     executor: str = "local"
     node: str = field(default_factory=socket.gethostname)
+    # Removes each evaluation's workspace after it, off the critical path (remover.py).
+    remover: Remover = field(default_factory=Remover, repr=False)
     # Last in, first out: a worker that leases again gets the slot it just gave back, whose
     # uid owns the kept checkouts of the trees it ran (pristine.py): first in, first out, one
     # worker of two slots alternated between their uids and kept every tree twice.
@@ -71,7 +74,9 @@ class EvalContext:
             self._pool.put(sandbox)
 
     def close(self) -> None:
-        """Remove this process's work directories (also done at exit if never called)."""
+        """Remove this process's work directories (also done at exit if never called),
+        once the workspaces handed to the remover are gone."""
+        self.remover.close()
         shutil.rmtree(self.work_dir, ignore_errors=True)
         if self.memory_dir is not None:
             shutil.rmtree(self.memory_dir, ignore_errors=True)

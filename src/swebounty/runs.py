@@ -256,8 +256,17 @@ def evaluate_run(
     except BaseException:
         _cancel(ctx, pool, futures)
         raise
+    finally:
+        _drain(ctx)
     pool.shutdown()
     return verdicts
+
+
+def _drain(ctx: EvalContext) -> None:
+    """Wait for the workspaces still being removed (remover.py): a run leaves none behind."""
+    remover = getattr(ctx, "remover", None)
+    if remover is not None:
+        remover.drain()
 
 
 def _cancel(

@@ -47,6 +47,7 @@ from swebounty.pytest_guard import (
     runner_config,
     write_config,
 )
+from swebounty.remover import remove_trees
 from swebounty.repos import RepoError, commit_date, ensure_mirror, make_workspace
 from swebounty.sandbox import Sandbox, SandboxError
 from swebounty.sandbox.base import Mount, Policy, RunResult
@@ -134,14 +135,12 @@ def run_tests(task: Task, patch: str, ctx: RunContext, log_dir: Path) -> TestRun
             log.exception("evaluating %s failed", task.instance_id)
         result.error = f"harness error: {type(exc).__name__}: {exc}"
     finally:
-        # Never recursive, never raising: a tree the tests left cannot cost the verdict.
-        result.cleanup_error = safefs.remove_tree(scratch)
+        # Never recursive, never raising: a tree the tests left cannot cost the verdict; off
+        # the critical path, after the run, when the context has a remover (remover.py).
+        trees = [scratch]
         if ctx.memory_dir is not None:  # the workspace, if it was made in memory
-            result.cleanup_error = safefs.remove_tree(ctx.memory_dir / scratch.name) or (
-                result.cleanup_error
-            )
-        if result.cleanup_error:
-            log.warning("%s: cleanup: %s", task.instance_id, result.cleanup_error)
+            trees.append(ctx.memory_dir / scratch.name)
+        result.cleanup_error = remove_trees(getattr(ctx, "remover", None), trees, task.instance_id)
     if crash is not None:
         result.error = result.crash = crash
     result.seconds = time.monotonic() - start
