@@ -33,7 +33,8 @@ from swebounty.envs.node_build import NodeCache
 from swebounty.evalcontext import EvalContext
 from swebounty.runs import evaluate_run
 from swebounty.store import Store
-from swebounty.tasks import Verdict, empty_submissions, gold_submissions, load_tasks
+from swebounty.tasks import empty_submissions, gold_submissions, load_tasks
+from swebounty.verdicts import Verdict
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -52,7 +52,8 @@ from swebounty.evalcontext import EvalContext
 from swebounty.repos import RepoError, commit_date, ensure_mirror, find_mirror, make_workspace
 from swebounty.runs import evaluate_run
 from swebounty.store import Store
-from swebounty.tasks import Task, Verdict, empty_submissions, gold_submissions, load_tasks
+from swebounty.tasks import Task, empty_submissions, gold_submissions, load_tasks
+from swebounty.verdicts import Verdict
 
 SWE_BENCH_ENV_IMAGE = 1.7e9  # bytes of one SWE-bench environment image, for comparison
 console = Console(stderr=True)

@@ -9,7 +9,7 @@ from typing import Any
 
 from swebounty.baseline import POLICIES, status_under
 from swebounty.netfail import network_evidence, pytest_sections, section_name
-from swebounty.tasks import Verdict
+from swebounty.verdicts import Verdict
 
 
 def junit_seconds(path: Path) -> float | None:

@@ -15,7 +15,8 @@ from swebounty.demo import build_demo
 from swebounty.evalcontext import EvalContext
 from swebounty.sandbox import bwrap_available
 from swebounty.store import Store
-from swebounty.tasks import Attempt, Task, Verdict
+from swebounty.tasks import Attempt, Task
+from swebounty.verdicts import Verdict
 
 BWRAP_OK, BWRAP_WHY = bwrap_available()
 needs_bwrap = pytest.mark.skipif(not BWRAP_OK, reason=f"no bubblewrap sandbox: {BWRAP_WHY}")

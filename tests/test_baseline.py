@@ -28,9 +28,10 @@ from swebounty.baseline import (
     status_under,
 )
 from swebounty.services.models import ServiceUse
-from swebounty.tasks import BaseFailures, Task, TestResult, Verdict
+from swebounty.tasks import Task
 from swebounty.testing import TestOutcome
 from swebounty.testrun import TestRun
+from swebounty.verdicts import BaseFailures, TestResult, Verdict
 
 F2P = ["tests/test_a.py::test_fixed"]
 P2P = ["tests/test_a.py::test_other", "tests/test_a.py::test_network"]

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from swebounty.tasks import TestResult, Verdict
+from swebounty.verdicts import TestResult, Verdict
 
 BENCH = Path(__file__).resolve().parents[1] / "bench" / "real_tasks_verdicts.py"
 

@@ -33,8 +33,9 @@ from typer.testing import CliRunner
 from swebounty.cli import app
 from swebounty.records import write_jsonl
 from swebounty.store import Store
-from swebounty.tasks import Submission, Task, Verdict
-from swebounty.tasks import TestResult as Result  # not a test class for pytest
+from swebounty.tasks import Submission, Task
+from swebounty.verdicts import TestResult as Result  # not a test class for pytest
+from swebounty.verdicts import Verdict
 
 PATCH = "diff --git a/m.py b/m.py\n--- a/m.py\n+++ b/m.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
 # (instance_id, repo, created, value, kind)

@@ -23,7 +23,7 @@ import pytest
 from repo_helpers import git_env
 from swebounty.evaluation import evaluate
 from swebounty.sandbox import bwrap_available
-from swebounty.tasks import Verdict
+from swebounty.verdicts import Verdict
 
 pytestmark = [
     pytest.mark.network,

@@ -31,7 +31,8 @@ from swebounty.executors.worker import WorkerSpec
 from swebounty.sandbox import bwrap_available
 from swebounty.sandbox._lease import LEASE_BASE
 from swebounty.store import Store
-from swebounty.tasks import Submission, Task, Verdict
+from swebounty.tasks import Submission, Task
+from swebounty.verdicts import Verdict
 
 try:
     import ray  # noqa: F401

@@ -14,8 +14,9 @@ import pytest
 from swebounty.diffs import files_in_patch
 from swebounty.grading import HACK_FLAGS, grade, hack_flags
 from swebounty.patches import apply_patch, reset_files
-from swebounty.tasks import Submission, Task, TestStatus
+from swebounty.tasks import Submission, Task
 from swebounty.testing import TestOutcome, parse_junit, pytest_command, test_files
+from swebounty.verdicts import TestStatus
 
 F2P = ["tests/test_m.py::test_new", "tests/test_m.py::test_p[a"]
 P2P = ["tests/test_m.py::test_old"]

@@ -185,6 +185,28 @@ def test_a_long_or_undocumented_module_is_named(
     assert shape_problems(tmp_path / "listed.py", tmp_path) == []
 
 
+VERDICT_NAMES = {"BaseFailures", "ExcusedTest", "TestResult", "TestStatus", "Verdict",
+                 "VerdictStatus"}  # fmt: skip
+
+
+def verdicts_from_tasks(root: Path) -> list[str]:
+    """Where a file under `root` takes a name of verdicts.py through tasks.py's re-export."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module == "swebounty.tasks":
+                names = sorted({a.name for a in node.names} & VERDICT_NAMES)
+                found += [f"{path.relative_to(root)}:{node.lineno} {n}" for n in names]
+    return found
+
+
+def test_verdict_names_come_from_verdicts_py(tmp_path: Path) -> None:
+    # tasks.py keeps the re-export only for code on unmerged branches (see its comment).
+    assert verdicts_from_tasks(PACKAGE) + verdicts_from_tasks(SRC.parent / "bench") == []
+    (tmp_path / "old.py").write_text("def f():\n    from swebounty.tasks import Task, Verdict\n")
+    assert verdicts_from_tasks(tmp_path) == ["old.py:2 Verdict"]
+
+
 def test_envs_imports_alone_and_exports_what_it_lists() -> None:
     proc = subprocess.run(
         [sys.executable, "-c", "import swebounty.envs as e; print(len(e.__all__))"],

@@ -18,7 +18,8 @@ from swebounty.report.browser import browser_missing
 from swebounty.runs import evaluate_run
 from swebounty.sandbox import bwrap_available
 from swebounty.store import Store
-from swebounty.tasks import Verdict, empty_submissions, gold_submissions
+from swebounty.tasks import empty_submissions, gold_submissions
+from swebounty.verdicts import Verdict
 
 BWRAP_OK, BWRAP_WHY = bwrap_available()
 needs_bwrap = pytest.mark.skipif(not BWRAP_OK, reason=f"no bubblewrap sandbox: {BWRAP_WHY}")

@@ -20,7 +20,8 @@ from swebounty.evalcontext import EvalContext
 from swebounty.report.browser import browser_missing
 from swebounty.runs import evaluate_one
 from swebounty.sandbox import bwrap_available
-from swebounty.tasks import Submission, Task, Verdict
+from swebounty.tasks import Submission, Task
+from swebounty.verdicts import Verdict
 
 BWRAP_OK, BWRAP_WHY = bwrap_available()
 NO_BROWSER = browser_missing()

@@ -19,7 +19,7 @@ import pytest
 
 from repo_helpers import BUGGY_PROJECT, git_env, git_repo
 from swebounty.sandbox import bwrap_available
-from swebounty.tasks import Verdict
+from swebounty.verdicts import Verdict
 
 BWRAP_OK, BWRAP_WHY = bwrap_available()
 needs_bwrap = pytest.mark.skipif(not BWRAP_OK, reason=f"no bubblewrap sandbox: {BWRAP_WHY}")

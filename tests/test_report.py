@@ -14,8 +14,9 @@ from swebounty.report import ReportRun, plots, render_table, write_report
 from swebounty.report.browser import browser_missing, chromium_page, find_chromium
 from swebounty.scores import Rate
 from swebounty.scoring import score_run
-from swebounty.tasks import Submission, Task, Verdict
-from swebounty.tasks import TestResult as Outcome  # not a test class for pytest
+from swebounty.tasks import Submission, Task
+from swebounty.verdicts import TestResult as Outcome  # not a test class for pytest
+from swebounty.verdicts import Verdict
 
 EVIL = "<script>alert('pwned')</script>"
 PATCH = f"diff --git a/m.py b/m.py\n--- a/m.py\n+++ b/m.py\n@@ -1 +1 @@\n-x = 1\n+x = 2  # {EVIL}\n"

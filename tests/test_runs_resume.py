@@ -255,7 +255,8 @@ def test_an_error_the_interruption_caused_is_not_saved(
     from typing import Any, cast
 
     from swebounty import runs
-    from swebounty.tasks import Submission, Task, Verdict
+    from swebounty.tasks import Submission, Task
+    from swebounty.verdicts import Verdict
 
     task = Task(instance_id="o__r-1", repo="o/r", base_commit="abc", patch="d", test_patch="t")
     sub = Submission(instance_id="o__r-1", model_patch="", model_name_or_path="m")

@@ -13,7 +13,8 @@ import pytest
 from swebounty.outcomes import classify, load_value_estimator
 from swebounty.scores import RunScore
 from swebounty.scoring import score_run, swebench_summary
-from swebounty.tasks import Submission, Task, Verdict
+from swebounty.tasks import Submission, Task
+from swebounty.verdicts import Verdict
 
 PATCH = "diff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a\n+b\n"
 
@@ -293,7 +294,7 @@ def test_swebench_summary_fields(mixed: tuple[list[Task], list[Submission], list
 
 def test_swebench_instance_report_shapes() -> None:
     from swebounty.outcomes import swebench_instance_report
-    from swebounty.tasks import TestResult as Result
+    from swebounty.verdicts import TestResult as Result
 
     tests = [
         Result(test_id="a", expected="FAIL_TO_PASS", status="passed"),

@@ -22,7 +22,7 @@ from swebounty.cli import app
 from swebounty.envs.interpreters import discover
 from swebounty.sandbox import bwrap_available
 from swebounty.services.catalog import load_catalog
-from swebounty.tasks import Verdict
+from swebounty.verdicts import Verdict
 from test_offline_grading import WHEN, diff_of, git
 
 BWRAP_OK, BWRAP_WHY = bwrap_available()

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from swebounty.store import Store, StoreError, check_run_id, schema
-from swebounty.tasks import Attempt, RecordError, Submission, Verdict
-from swebounty.tasks import TestResult as Result  # a Test* name would be collected
+from swebounty.tasks import Attempt, RecordError, Submission
+from swebounty.verdicts import TestResult as Result  # a Test* name would be collected
+from swebounty.verdicts import Verdict
 
 
 def make_verdict(i: int, attempt: int = 1, status: str = "resolved", n_tests: int = 3) -> Verdict:

@@ -29,7 +29,8 @@ from swebounty.agents.session import SessionError, open_session
 from swebounty.evalcontext import EvalContext
 from swebounty.runs import evaluate_one, log_dir_for
 from swebounty.store import Store
-from swebounty.tasks import Attempt, Task, Verdict
+from swebounty.tasks import Attempt, Task
+from swebounty.verdicts import Verdict
 
 log = logging.getLogger(__name__)
 

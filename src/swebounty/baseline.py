@@ -55,8 +55,9 @@ from swebounty import safefs
 from swebounty.grading import defect_words, empty_never_resolves, grade
 from swebounty.netfail import network_evidence, pytest_sections, section_name
 from swebounty.services.models import ServiceUse
-from swebounty.tasks import BaseFailures, ExcusedTest, Submission, Task, Verdict
+from swebounty.tasks import Submission, Task
 from swebounty.testrun import RunContext, TestRun, run_tests
+from swebounty.verdicts import BaseFailures, ExcusedTest, Verdict
 
 log = logging.getLogger(__name__)
 

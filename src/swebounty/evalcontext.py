@@ -25,7 +25,7 @@ from swebounty.envs import EnvManager
 from swebounty.remover import Remover
 from swebounty.sandbox import Sandbox, SandboxError, get_sandbox
 from swebounty.sandbox.base import Mount, Policy, RunResult
-from swebounty.tasks import BaseFailures
+from swebounty.verdicts import BaseFailures
 from swebounty.workdirs import make_memory_work_dir, make_work_dir, sweep_dead_work_dirs
 
 __all__ = ["EvalContext", "RunCancelled", "memory_share"]

@@ -31,7 +31,8 @@ from swebounty.evalinputs import (
 from swebounty.runs import ProgressFn, evaluate_run
 from swebounty.store import Store, check_run_id
 from swebounty.summary import run_report, write_run_report
-from swebounty.tasks import BaseFailures, RecordError, Submission, Task, Verdict
+from swebounty.tasks import RecordError, Submission, Task
+from swebounty.verdicts import BaseFailures, Verdict
 
 if TYPE_CHECKING:
     from swebounty.executors import ExecutorConfig

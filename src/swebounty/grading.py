@@ -13,9 +13,10 @@ import re
 from pathlib import PurePosixPath
 
 from swebounty.diffs import FileDiff, PatchError, check_text, parse_patch
-from swebounty.tasks import Submission, Task, TestResult, Verdict, VerdictStatus
+from swebounty.tasks import Submission, Task
 from swebounty.testids import match_results
 from swebounty.testing import TestOutcome, cross_check, test_files
+from swebounty.verdicts import TestResult, Verdict, VerdictStatus
 
 log = logging.getLogger(__name__)
 

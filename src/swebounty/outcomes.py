@@ -16,7 +16,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from swebounty.tasks import Submission, Task, Verdict
+from swebounty.tasks import Submission, Task
+from swebounty.verdicts import Verdict
 
 log = logging.getLogger(__name__)
 

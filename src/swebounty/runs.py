@@ -27,8 +27,9 @@ from swebounty.grading import HACK_FLAGS, grade
 from swebounty.outcomes import swebench_instance_report
 from swebounty.sandbox._process import kill_running
 from swebounty.store import Store
-from swebounty.tasks import RecordError, Submission, Task, Verdict
+from swebounty.tasks import RecordError, Submission, Task
 from swebounty.testrun import build_task_env, run_tests
+from swebounty.verdicts import Verdict
 
 # build_task_env and run_tests are testrun.py's: listed here because the executors, `envs build`
 # and validation import them from this module.

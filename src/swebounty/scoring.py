@@ -39,7 +39,8 @@ from swebounty.scores import (
     RunScore,
     VerificationScore,
 )
-from swebounty.tasks import Submission, Task, Verdict
+from swebounty.tasks import Submission, Task
+from swebounty.verdicts import Verdict
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from swebounty.scoring import score_run, swebench_summary
-from swebounty.tasks import RecordError, Submission, Task, Verdict
+from swebounty.tasks import RecordError, Submission, Task
+from swebounty.verdicts import Verdict
 
 
 def run_report(

@@ -19,7 +19,7 @@ from defusedxml import DefusedXmlException
 
 from swebounty import safefs
 from swebounty.diffs import parse_patch
-from swebounty.tasks import TestStatus
+from swebounty.verdicts import TestStatus
 
 log = logging.getLogger(__name__)
 

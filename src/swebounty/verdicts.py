@@ -1,8 +1,9 @@
 """Verdict: the graded outcome of one attempt (its status, reason, per-test results, hack flags,
 task defect, how it ran), with the per-test results and the statuses they take.
 
-`grading.py` makes verdicts; the store, scores and reports read them. `tasks.py` re-exports
-these names, so `from swebounty.tasks import Verdict` keeps working.
+`grading.py` makes verdicts; the store, scores and reports read them. Import them from here
+(or `Verdict` and `TestResult` from `swebounty`, the public API); `tasks.py` re-exports them
+only for code on unmerged branches (see there).
 """
 
 from __future__ import annotations

@@ -25,8 +25,9 @@ from swebounty.patches import apply_patch
 from swebounty.repos import git, make_workspace
 from swebounty.runs import evaluate_run, log_dir_for, pair_submissions
 from swebounty.store import Store
-from swebounty.tasks import RecordError, Task, Verdict, load_predictions
+from swebounty.tasks import RecordError, Task, load_predictions
 from swebounty.testrun import build_task_env
+from swebounty.verdicts import Verdict
 
 RUN_ID = "hostile"
 SECRET_VARS = ("SWEBOUNTY_FAKE_SECRET", "OPENAI_API_KEY", "GITHUB_TOKEN")

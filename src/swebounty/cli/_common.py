@@ -40,7 +40,7 @@ CacheOpt = Annotated[
 
 # What a PASS_TO_PASS test failing on the unpatched base too counts for (swebounty.baseline).
 BaseFailuresOpt = Annotated[
-    Literal["network", "strict", "all"],  # tasks.BaseFailures (not imported: CLI start-up)
+    Literal["network", "strict", "all"],  # verdicts.BaseFailures (not imported: CLI start-up)
     typer.Option(
         "--base-failures",
         help="PASS_TO_PASS tests that fail on the unpatched base too, same environment: "

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from swebounty.evaluation import Evaluation
-    from swebounty.tasks import Verdict
+    from swebounty.verdicts import Verdict
 
 STATUS_STYLE = {
     "resolved": "green",

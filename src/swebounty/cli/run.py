@@ -35,7 +35,8 @@ from swebounty.cli.evaluate import STATUS_STYLE
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from swebounty.tasks import Attempt, Verdict
+    from swebounty.tasks import Attempt
+    from swebounty.verdicts import Verdict
 
 AGENT_HELP = "gold, predictions, command, llm, or a dotted path to an Agent class"
 
@@ -80,10 +81,6 @@ def _options(
     return options
 
 
-def _inside(path: Path, parent: Path) -> bool:
-    return path == parent or parent in path.parents
-
-
 def hidden_overlap(mounts: list[Path], hidden: list[Path]) -> list[str]:
     """Mounts that would show the agent something hidden: a hidden path, or a folder holding
     one (the dataset, the runs dir with the store, the mirrors with future history)."""
@@ -91,7 +88,7 @@ def hidden_overlap(mounts: list[Path], hidden: list[Path]) -> list[str]:
     for mount in mounts:
         m = mount.resolve()
         for h in hidden:
-            if _inside(h.resolve(), m) or _inside(m, h.resolve()):
+            if h.resolve().is_relative_to(m) or m.is_relative_to(h.resolve()):
                 problems.append(f"{mount} would show the agent {h}")
     return problems
 

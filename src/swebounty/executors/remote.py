@@ -22,7 +22,8 @@ from swebounty.executors.jobs import Cluster, Job, Lost
 from swebounty.executors.worker import Shipped, WorkerSpec, unpack_logs
 from swebounty.runs import ProgressFn, log_dir_for, shelve_logs
 from swebounty.store import Store
-from swebounty.tasks import Attempt, Submission, Task, Verdict
+from swebounty.tasks import Attempt, Submission, Task
+from swebounty.verdicts import Verdict
 
 log = logging.getLogger(__name__)
 

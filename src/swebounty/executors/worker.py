@@ -40,7 +40,8 @@ from swebounty.collect.validate import validate_or_reject
 from swebounty.demo import build_demo, demo_name
 from swebounty.evalcontext import EvalContext
 from swebounty.runs import evaluate_safely
-from swebounty.tasks import BaseFailures, Submission, Task
+from swebounty.tasks import Submission, Task
+from swebounty.verdicts import BaseFailures
 
 log = logging.getLogger(__name__)
 

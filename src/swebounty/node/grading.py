@@ -21,7 +21,8 @@ from swebounty.grading import (
     is_empty,
 )
 from swebounty.node.evaluate import TEST_CONFIG, is_js_test_file, js_test_files
-from swebounty.tasks import Submission, Task, TestResult, Verdict
+from swebounty.tasks import Submission, Task
+from swebounty.verdicts import TestResult, Verdict
 
 # runs.py imports this module (a cycle the other way round): its TestRun are
 # taken as they come, typed here as Any.

@@ -21,7 +21,8 @@ from swebounty.outcomes import AttemptOutcome, TaskOutcome, load_value_estimator
 from swebounty.report import plots
 from swebounty.report.table import dollars_note, format_rate, format_usd
 from swebounty.scores import RunScore
-from swebounty.tasks import Submission, Task, Verdict
+from swebounty.tasks import Submission, Task
+from swebounty.verdicts import Verdict
 
 if TYPE_CHECKING:
     from markupsafe import Markup  # jinja2's, so the `report` extra's

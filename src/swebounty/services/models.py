@@ -1,6 +1,6 @@
 """The record of a test service that stood in during a run (on the verdict and its evidence).
 
-A leaf module (pydantic only): `tasks.Verdict` carries these, and nothing here imports the rest
+A leaf module (pydantic only): `verdicts.Verdict` carries these, and nothing here imports the rest
 of swebounty.
 """
 

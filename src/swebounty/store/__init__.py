@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from swebounty.store.database import DB_NAME, Database, StoreError, now, storable
-from swebounty.tasks import Attempt, RecordError, Submission, Verdict
+from swebounty.tasks import Attempt, RecordError, Submission
+from swebounty.verdicts import Verdict
 
 __all__ = ["DB_NAME", "Store", "StoreError", "check_run_id"]
 
