@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from repo_helpers import git_repo
 from swebounty.bytecode import cache_tag
 from swebounty.cli import app
 from swebounty.envs import EnvManager
@@ -93,15 +94,7 @@ def test_a_failed_build_says_why_in_words(tmp_path: Path) -> None:
     import json
     import subprocess
 
-    repo = tmp_path / "repos" / "o__r"
-    repo.mkdir(parents=True)
-    (repo / "README").write_text("x\n")
-    for argv in (
-        ["init", "-q"],
-        ["add", "-A"],
-        ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base"],
-    ):
-        subprocess.run(["git", *argv], cwd=repo, check=True, capture_output=True)
+    repo = git_repo(tmp_path / "repos" / "o__r", {"README": "x\n"})
     head = subprocess.run(
         ["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=True
     ).stdout.strip()

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from repo_helpers import git_repo
 from swebounty.envs import buildcopy
 from swebounty.repos import make_workspace
 
@@ -35,16 +36,7 @@ CUTOFF = datetime(2023, 6, 1, tzinfo=timezone.utc)
 
 def bare_clone_without_tags(root: Path) -> Path:
     """A setuptools_scm project committed once, untagged, then `git clone --bare`d."""
-    src = root / "src"
-    for rel, text in SCM_PROJECT.items():
-        (src / rel).parent.mkdir(parents=True, exist_ok=True)
-        (src / rel).write_text(textwrap.dedent(text))
-    for argv in (
-        ["init", "-q"],
-        ["add", "-A"],
-        ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base"],
-    ):
-        subprocess.run(["git", *argv], cwd=src, check=True, capture_output=True)
+    src = git_repo(root / "src", SCM_PROJECT)
     bare = root / "owner__scmproj"
     subprocess.run(["git", "clone", "-q", "--bare", str(src), str(bare)], check=True)
     assert not subprocess.run(["git", "-C", str(bare), "tag"], capture_output=True).stdout

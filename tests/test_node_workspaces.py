@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from repo_helpers import git_env
+from repo_helpers import git_repo
 from swebounty.envs.node_project import find_runner
 from swebounty.envs.node_workspaces import (
     delegates_to_workspaces,
@@ -241,10 +241,7 @@ _DATA = """diff --git a/packages/app/test/cases.json b/packages/app/test/cases.j
 
 
 def _monorepo_mirror(repos: Path) -> str:
-    src = write(repos.parent / "src", _MONOREPO)
-    env = git_env("2025-06-01T00:00:00Z")
-    for argv in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "monorepo"]):
-        subprocess.run(["git", *argv], cwd=src, env=env, check=True)
+    src = git_repo(repos.parent / "src", _MONOREPO, when="2025-06-01T00:00:00Z")
     subprocess.run(
         ["git", "clone", "-q", "--bare", str(src), str(repos / "mono__repo")], check=True
     )
