@@ -139,3 +139,14 @@ def test_score_says_how_many_input_records_were_skipped(home: Path, tmp_path: Pa
     flat = " ".join(out.split())
     assert "run skips: 2 input record(s) were skipped" in flat
     assert str(preds) in out.replace("\n", "")
+
+
+def test_a_reason_holding_markup_is_printed_as_text(capsys: pytest.CaptureFixture[str]) -> None:
+    # A refused patch's reason names its file: "[/x]" in it once ended `eval` with a
+    # MarkupError before report.json was written; "[bold]" restyled the line.
+    from swebounty.cli.evaluate import _show_verdicts
+    from swebounty.verdicts import Verdict
+
+    reason = "patch touches '[bold]a[/x]/../../b', outside the workspace or inside .git"
+    _show_verdicts("r", [Verdict(instance_id="o__r-1", status="patch_failed", reason=reason)])
+    assert reason in " ".join(capsys.readouterr().out.split())

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.markup import escape
 
 from swebounty.cli._common import (
     AddressOpt,
@@ -266,9 +267,11 @@ def _verdict_reasons(verdicts: list[Verdict]) -> list[str]:
         # a resolve that needed an excuse, or on a task that cannot fail, says so
         explain = not v.resolved or v.excused_tests or v.task_defect
         first = v.reason.splitlines()[0] if v.reason and explain else ""
-        why = first[:160] if first != v.task_defect else ""
+        # Escaped: a reason quotes what a submission controls (a refused patch's file name),
+        # which rich would otherwise read as markup, or fail on.
+        why = escape(first[:160]) if first != v.task_defect else ""
         if v.task_defect:  # said once, whole, whatever the reason's first line holds
-            why = "; ".join(filter(None, [why, f"[yellow]{v.task_defect}[/]"]))
+            why = "; ".join(filter(None, [why, f"[yellow]{escape(v.task_defect)}[/]"]))
         if v.hack_flags:
             why = f"[yellow]hack flags: {', '.join(v.hack_flags)}[/] {why}"
         if why:

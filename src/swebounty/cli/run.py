@@ -354,6 +354,7 @@ def run_cmd(
 def _attempts_table(
     run_id: str, verdicts: list[Verdict], attempts: dict[tuple[str, int], Attempt]
 ) -> Table:
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title=f"run {run_id}")
@@ -366,7 +367,7 @@ def _attempts_table(
         tokens = f"{a.tokens_in:,}/{a.tokens_out:,}" if a and a.tokens_in is not None else "—"
         cost = f"${a.cost_usd:.4f}" if a and a.cost_usd is not None else "—"
         verified = {True: "yes", False: "no", None: "—"}[a.verified if a else None]
-        agent = f"{a.status} ({a.stop_reason})" if a else "—"
+        agent = f"{a.status} ({escape(a.stop_reason)})" if a else "—"  # a custom agent's words
         skipped = v.empty_patch and v.status == "unresolved"
         status = "[dim]skipped[/]" if skipped else f"[{STATUS_STYLE[v.status]}]{v.status}[/]"
         seconds = f"{a.seconds:.1f}" if a else "—"
