@@ -15,7 +15,8 @@ from swebounty import remover as remover_mod
 from swebounty import runs, safefs
 from swebounty.remover import Remover
 from swebounty.store import Store
-from swebounty.tasks import Submission, Task, Verdict
+from swebounty.tasks import Submission, Task
+from swebounty.verdicts import Verdict
 
 
 def _tree(path: Path, files: int = 3) -> Path:

@@ -1,5 +1,5 @@
 """Task, Submission and Attempt: the data that crosses every boundary (files, CLI, store), and
-loading datasets and predictions into them. Verdicts are verdicts.py's (see the imports).
+loading datasets and predictions into them. Verdicts are verdicts.py's.
 
 Reads SWE-bench datasets (`.json` list, `.jsonl`, `.parquet`; FAIL_TO_PASS/PASS_TO_PASS as lists
 or JSON strings; extra fields kept), Multi-SWE-bench's records (see `multiswe.py`) and SWE-bench
@@ -34,17 +34,6 @@ from swebounty.records import (
 from swebounty.records import (
     RecordError as RecordError,  # defined with the reading, imported from here by callers
 )
-
-# Verdicts are verdicts.py's, and this repository imports them from there (test_layout checks
-# src and bench). The re-export stays for code written against the old path while it is still
-# being edited on other branches (tests/test_remover.py, as of 2026-11-24): drop it once
-# nothing imports these names from here.
-from swebounty.verdicts import BaseFailures as BaseFailures
-from swebounty.verdicts import ExcusedTest as ExcusedTest
-from swebounty.verdicts import TestResult as TestResult
-from swebounty.verdicts import TestStatus as TestStatus
-from swebounty.verdicts import Verdict as Verdict
-from swebounty.verdicts import VerdictStatus as VerdictStatus
 
 log = logging.getLogger(__name__)
 
