@@ -279,3 +279,33 @@ def test_cutoff_with_a_time_zone_is_read_in_utc(dirs: Path) -> None:
     result = invoke(dirs, "score", "multi", "--json", "--model-cutoff", "2024-02-01T01:00+02:00")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)[0]["model_cutoff"] == "2024-01-31"
+
+
+def test_score_names_the_task_defects_of_each_run(tmp_path: Path) -> None:
+    # t2's empty submission resolved nothing, but its FAIL_TO_PASS test passes on the base: a
+    # defect of the task that `score` says, as `eval` and `run` do, whatever it prints.
+    from swebounty.grading import TASK_DEFECT
+
+    dataset = tmp_path / "tasks.jsonl"
+    write_jsonl(dataset, [_task(*row) for row in TASKS[:2]])
+    with Store.open(tmp_path / "runs" / "runs.sqlite") as store:
+        for run_id in ("flawed", "sound"):
+            store.ensure_run(run_id, dataset=str(dataset), config={}, sandbox="bwrap", unsafe=False)
+            for iid in ("t1", "t2"):
+                sub, verdict = _attempt(iid, 1, "skipped", "model-s")
+                if (run_id, iid) == ("flawed", "t2"):
+                    verdict = verdict.model_copy(update={"task_defect": TASK_DEFECT})
+                store.add_submission(run_id, sub)
+                store.save_verdict(run_id, verdict)
+
+    table = invoke(tmp_path, "score", "flawed", "sound", columns=250)
+    assert table.exit_code == 0, table.output
+    (line,) = [line for line in table.stdout.splitlines() if "task defect" in line]
+    assert line.startswith("run flawed: 1 task defect(s)") and "labels of t2 " in line
+    assert "resolve rate" in table.stdout[: table.stdout.index(line)]  # after the scores
+
+    as_json = invoke(tmp_path, "score", "flawed", "sound", "--json", columns=250)
+    assert as_json.exit_code == 0, as_json.output
+    assert [s["run_id"] for s in json.loads(as_json.stdout)] == ["flawed", "sound"]
+    (line,) = [line for line in as_json.stderr.splitlines() if "task defect" in line]
+    assert line.startswith("run flawed: 1 task defect(s)") and "labels of t2 " in line

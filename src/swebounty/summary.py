@@ -35,13 +35,7 @@ def run_report(
         nodes = producers.setdefault(v.executor or "unknown", {})
         nodes[v.node or "unknown"] = nodes.get(v.node or "unknown", 0) + 1
     report["executors"] = producers
-    # Tasks whose FAIL_TO_PASS tests passed with no change to the repository (grading.py).
-    report["task_defects"] = [
-        {"instance_id": v.instance_id, "attempt": v.attempt, "status": v.status,
-         "reason": v.task_defect}
-        for v in sorted(verdicts, key=lambda v: (v.instance_id, v.attempt))
-        if v.task_defect
-    ]  # fmt: skip
+    report["task_defects"] = task_defects(verdicts)
     score = score_run(tasks, submissions, verdicts, run_id=run_id, provenance=provenance)
     if unknown_instance_ids:
         # Predictions for tasks the dataset lacks never reach the store's submissions, so
@@ -51,6 +45,17 @@ def run_report(
         )
     report["swebounty"] = score.model_dump(mode="json")
     return report
+
+
+def task_defects(verdicts: list[Verdict]) -> list[dict[str, Any]]:
+    """report.json's `task_defects`: the verdicts of tasks whose FAIL_TO_PASS tests passed with
+    no change to the repository (grading.py), by task and attempt."""
+    return [
+        {"instance_id": v.instance_id, "attempt": v.attempt, "status": v.status,
+         "reason": v.task_defect}
+        for v in sorted(verdicts, key=lambda v: (v.instance_id, v.attempt))
+        if v.task_defect
+    ]  # fmt: skip
 
 
 def write_run_report(path: Path, report: dict[str, Any]) -> None:

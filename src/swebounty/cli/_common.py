@@ -154,14 +154,18 @@ def show_record_errors(errors: list[RecordError]) -> None:
         console.print(f"[yellow]… and {len(errors) - 20} more record errors (see report.json)[/]")
 
 
-def show_task_defects(defects: list[dict[str, Any]]) -> None:
+def show_task_defects(
+    defects: list[dict[str, Any]], *, run_id: str = "", to: Console | None = None
+) -> None:
     """Which tasks showed a defect (report.json's `task_defects`: FAIL_TO_PASS tests that pass
-    with no change to the repository), why that matters and what to check. `eval` and `run`
-    both end with it: a resolve on such a task proves nothing, an empty one's `unresolved` too."""
+    with no change to the repository), why that matters and what to check. `eval`, `run` and
+    `score` (`run_id` naming the run, as it scores several) all say it: a resolve on such a
+    task proves nothing, an empty one's `unresolved` too. Printed on `to`, by default `out`."""
     ids = sorted({d["instance_id"] for d in defects})
     if ids:
         # Task ids come from the dataset: escaped, so one cannot restyle or hide the line.
-        out.print(
+        (to or out).print(
+            f"{f'run {escape(run_id)}: ' if run_id else ''}"
             f"[yellow]{len(ids)} task defect(s)[/]: their FAIL_TO_PASS tests pass with no change "
             f"to the repository, so they cannot tell a fix from none — check the dataset's "
             f"FAIL_TO_PASS labels of {escape(', '.join(ids))} (report.json: task_defects)",

@@ -17,6 +17,7 @@ from swebounty.cli._common import (
     fail,
     load_dataset,
     out,
+    show_task_defects,
     where,
 )
 
@@ -83,20 +84,24 @@ def score_cmd(
     """Resolve rate, dollars, Kprize score, pass@k, cost and breakdowns of runs."""
     from swebounty.report.table import render_breakdowns, render_table
     from swebounty.scoring import score_run
+    from swebounty.summary import task_defects
 
     cutoff = _parse_date(model_cutoff)
     store, loaded = _load_runs(run_ids, *where(home, runs_dir, cache_dir))
-    scores = [
-        score_run(
-            tasks,
-            store.submissions(info["run_id"]),
-            store.verdicts(info["run_id"]),
-            model_cutoff=cutoff,
-            run_id=info["run_id"],
-            provenance=store.provenance(info["run_id"]),
+    scores, defects = [], {}
+    for info, tasks in loaded:
+        verdicts = store.verdicts(info["run_id"])
+        scores.append(
+            score_run(
+                tasks,
+                store.submissions(info["run_id"]),
+                verdicts,
+                model_cutoff=cutoff,
+                run_id=info["run_id"],
+                provenance=store.provenance(info["run_id"]),
+            )
         )
-        for info, tasks in loaded
-    ]
+        defects[info["run_id"]] = task_defects(verdicts)
     skipped = {info["run_id"]: store.record_errors(info["run_id"]) for info, _ in loaded}
     store.close()
     for run_id, errors in skipped.items():
@@ -114,10 +119,15 @@ def score_cmd(
     if as_json:
         # Plain text, not rich: the output is for programs, so no highlighting or wrapping.
         typer.echo(payload)
+        for run_id, found in defects.items():  # a warning for people: stdout stays JSON
+            show_task_defects(found, run_id=run_id, to=console)
         return
     out.print(render_table(scores, width=out.width))
     for table in render_breakdowns(scores):
         out.print(table)
+    # A resolve on such a task proves nothing: the numbers above count it all the same.
+    for run_id, found in defects.items():
+        show_task_defects(found, run_id=run_id)
     if output:
         out.print(f"scores: {output}")
 
