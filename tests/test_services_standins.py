@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 
 from swebounty.envs.overrides import load_overrides
-from swebounty.sandbox import Mount
 from swebounty.services.catalog import Service, ServiceError, declared, load_catalog
 from swebounty.services.runtime import (
     DRIVER,
@@ -175,15 +174,46 @@ def test_the_stand_in_ca_joins_the_environments_certifi_bundles(tmp_path: Path) 
     bundle.write_bytes(b"-----BEGIN CERTIFICATE-----\nPUBLIC\n")
     ins.logs.mkdir()
     ins.wrap(["true"], isolated=True)
-    mounts = [Mount(path=env), Mount(path=tmp_path / "work", ephemeral=True)]
-    (overlay,) = ins.trust(mounts)
+    (overlay,) = ins.trust(env)
     assert overlay.path == bundle and overlay.source and not overlay.writable
     assert overlay.source.read_bytes().endswith(b"PUBLIC\n-----BEGIN CERTIFICATE-----\nCA\n")
     assert bundle.read_bytes() == b"-----BEGIN CERTIFICATE-----\nPUBLIC\n"  # env untouched
     assert ins.uses()[0].trusted == [str(bundle)]
+    assert ins.trust(None) == []  # no tests' environment named: nothing to trust
     unsafe = built(tmp_path, echo(tmp_path))
     unsafe.wrap(["true"], isolated=False)
-    assert unsafe.trust(mounts) == []  # no stand-ins served: nothing to trust
+    assert unsafe.trust(env) == []  # no stand-ins served: nothing to trust
+
+
+def test_only_the_tests_environment_s_own_bundles_are_trusted(tmp_path: Path) -> None:
+    # A package's build may leave `certifi` (or a folder above it) a link to a host folder:
+    # its file must not be copied into the sandbox nor the link's target mounted over.
+    ins = built(tmp_path, echo(tmp_path))
+    (tmp_path / "tls").mkdir()
+    (tmp_path / "tls" / "ca.pem").write_bytes(b"CA\n")
+    outside = tmp_path / "host" / "certifi"
+    outside.mkdir(parents=True)
+    (outside / "cacert.pem").write_bytes(b"HOST SECRET\n")
+    env = tmp_path / "env"
+    (env / "lib" / "python3.11" / "site-packages").mkdir(parents=True)
+    (env / "lib" / "python3.11" / "site-packages" / "certifi").symlink_to(outside)
+    (env / "lib" / "python3.12").symlink_to(tmp_path / "host")  # .../site-packages under it
+    (tmp_path / "host" / "site-packages").symlink_to(tmp_path / "host")
+    real = env / "lib" / "python3.9" / "site-packages" / "certifi" / "cacert.pem"
+    real.parent.mkdir(parents=True)
+    real.write_bytes(b"PUBLIC\n")
+    ins.logs.mkdir()
+    ins.wrap(["true"], isolated=True)
+    assert (env / "lib/python3.11/site-packages/certifi/cacert.pem").read_bytes()  # a glob's
+    (overlay,) = ins.trust(env)
+    assert overlay.path == real and overlay.source
+    assert overlay.source.read_bytes() == b"PUBLIC\nCA\n"
+    assert not any(b"SECRET" in p.read_bytes() for p in (ins.logs.parent / "trust").iterdir())
+    # Another environment with a linked lib/ has nothing to trust, even its certifi's.
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / "lib").symlink_to(env / "lib")
+    assert ins.trust(linked) == [] and ins.uses()[0].trusted == []
 
 
 def _serve_http() -> tuple[subprocess.Popen[bytes], int]:

@@ -176,7 +176,7 @@ def _prepare_and_run(
     workspace, env, when = _checkout(task, ctx, scratch, overlaid=True, owner=owner)
     result.env_key = env.key
     wanted = declared(ctx.envs.overrides, shipped_catalog(), task.repo, task.version, when)
-    services = build(wanted, ctx.envs, scratch)
+    services = build(wanted, ctx.envs, scratch, tests_env=env.path)
     pyc = bytecode.prepare(
         ctx.cache_dir, env, workspace, lambda: nullcontext(sandbox), ctx.policy, scratch / "pyc"
     )

@@ -50,7 +50,7 @@ TLSGEN = DRIVER.with_name("tlsgen.py")
 # most OpenSSL clients, curl, Node.
 TRUST_VARIABLES = ("REQUESTS_CA_BUNDLE", "SSL_CERT_FILE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS")
 TLS_FORMAT = 1  # bump when tlsgen.py's files change: names the cached TLS folders
-CERTIFI_BUNDLE = "lib/python*/site-packages/certifi/cacert.pem"  # in an environment
+CERTIFI_BUNDLE = "site-packages/certifi/cacert.pem"  # in an environment's lib/python*/
 UNSERVED = "stand-in hosts need an isolated sandbox (its own hosts file and network)"
 APP_DID_NOT_ANSWER = 90  # driver.py's exit code when a service never answered
 LOG_LIMIT = 16 << 20
@@ -90,6 +90,7 @@ class StandIns:
 
     built: list[Built]
     logs: Path  # the folder their logs go to (the sandbox's to write)
+    tests_env: Path | None = None  # the environment the tests run in (see `trust`)
     trusted: list[str] = field(default_factory=list)  # CA bundles the stand-in CA was added to
 
     def __bool__(self) -> bool:
@@ -136,33 +137,29 @@ class StandIns:
             return argv, env
         sandbox.prepare_workdir(self.logs)
         argv = self.wrap(argv, isolated=sandbox.isolated)
-        trusted = self.trust(mounts)
+        trusted = self.trust(self.tests_env)
         mounts += self.mounts() + trusted
         return argv, {**env, **self.variables()}
 
-    def trust(self, mounts: list[Mount]) -> list[Mount]:
-        """Mounts that put the stand-ins' CA in the certifi bundles of the tests' environment
-        (the read-only `mounts`): a client that verifies against certifi's file rather than
+    def trust(self, env: Path | None) -> list[Mount]:
+        """Mounts that put the stand-ins' CA in the certifi bundles of `env`, the environment
+        the tests run in: a client that verifies against certifi's file rather than
         $SSL_CERT_FILE (requests' Session.send) trusts the stand-in hosts as it would trust
         the real ones. The bundle, with the CA appended, is shown over the environment's file
-        inside the sandbox only; the environment itself is not changed."""
+        inside the sandbox only; the environment itself is not changed. Only `env`'s own
+        bundles: not those of the other read-only mounts (the interpreter, the guard's or the
+        services' folders), nor one reached through a link (`certifi_bundles`)."""
         cas = [b.tls / "ca.pem" for b in self.built if b.hosts_served and b.tls]
-        if not cas:
+        if not cas or env is None:
             return []
         extra = b"".join(ca.read_bytes() for ca in cas)
         found: list[Mount] = []
-        for m in mounts:
-            if m.writable or m.ephemeral or m.source:
-                continue
-            for bundle in sorted(m.path.glob(CERTIFI_BUNDLE)):
-                data = safefs.read_regular(bundle, BUNDLE_LIMIT)  # a link is not a bundle
-                if data is None:
-                    continue
-                copy = self.logs.parent / "trust" / f"{len(found)}.pem"
-                copy.parent.mkdir(mode=0o755, exist_ok=True)
-                copy.write_bytes(data.rstrip(b"\n") + b"\n" + extra)
-                copy.chmod(0o644)
-                found.append(Mount(path=bundle, source=copy))
+        for bundle, data in certifi_bundles(env):
+            copy = self.logs.parent / "trust" / f"{len(found)}.pem"
+            copy.parent.mkdir(mode=0o755, exist_ok=True)
+            copy.write_bytes(data.rstrip(b"\n") + b"\n" + extra)
+            copy.chmod(0o644)
+            found.append(Mount(path=bundle, source=copy))
         self.trusted = [str(m.path) for m in found]
         return found
 
@@ -218,13 +215,17 @@ class StandIns:
                     (log_dir / f"service-{name}").write_bytes(data)
 
 
-def build(services: list[Service], envs: EnvManager, scratch: Path) -> StandIns:
+def build(
+    services: list[Service], envs: EnvManager, scratch: Path, tests_env: Path | None = None
+) -> StandIns:
     """Each service's environment (built once per cache, then shared), and a folder for their
-    logs under `scratch`. Raises EnvBuildError when one cannot be built: the tests would fail
-    for want of it, which is the harness's failure, not the submission's."""
+    logs under `scratch`; `tests_env` is the environment the tests will run in, whose certifi
+    bundles get the stand-in CA (None: the caller only builds, nothing runs). Raises
+    EnvBuildError when one cannot be built: the tests would fail for want of it, which is the
+    harness's failure, not the submission's."""
     logs = scratch / "services"
     if not services:
-        return StandIns(built=[], logs=logs)
+        return StandIns(built=[], logs=logs, tests_env=tests_env)
     empty = scratch / "service-project"  # the build installs no project: nothing to read
     empty.mkdir(exist_ok=True)
     built = [
@@ -235,7 +236,27 @@ def build(services: list[Service], envs: EnvManager, scratch: Path) -> StandIns:
         if b.service.hosts and b.service.tls_ports:
             b.tls = tls_files(b.env, b.service.hosts, envs.cache.root / "tls")
     logs.mkdir(mode=0o755)
-    return StandIns(built=built, logs=logs)
+    return StandIns(built=built, logs=logs, tests_env=tests_env)
+
+
+def certifi_bundles(env: Path) -> list[tuple[Path, bytes]]:
+    """(path, contents) of each certifi bundle of the environment `env`
+    (lib/python*/site-packages/certifi/cacert.pem), each reached without following a link:
+    a package's build may have made `certifi` or a folder above it a link to a host folder,
+    whose file would be copied into the sandbox and the link's target mounted over."""
+    try:
+        with safefs.open_dir(env, ["lib"]) as lib, os.scandir(lib) as entries:
+            minors = sorted(e.name for e in entries if e.name.startswith("python")
+                            and e.is_dir(follow_symlinks=False))  # fmt: skip
+    except OSError:  # no lib/, or a link
+        return []
+    found = []
+    for minor in minors:
+        rel = f"lib/{minor}/{CERTIFI_BUNDLE}"
+        data = safefs.read_beneath(env, rel, BUNDLE_LIMIT)  # None through a link
+        if data is not None:
+            found.append((env / rel, data))
+    return found
 
 
 def tls_files(env: Environment, hosts: list[str], root: Path) -> Path:
