@@ -103,6 +103,26 @@ def test_the_base_infrastructure_is_read_once_per_tree(
     assert read == ["one", "other"]
 
 
+def test_a_base_tree_git_cannot_list_is_an_integrity_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from swebounty import headtree
+
+    repo = base_repo(tmp_path / "ws")
+    monkeypatch.setattr(integrity, "_base_infra", {})
+    monkeypatch.setattr(headtree, "_listings", headtree.OrderedDict())
+    real = headtree._run
+
+    def broken(argv: list[str], cwd: Path, data: bytes | None = None) -> object:
+        if "ls-tree" in argv:  # e.g. an object missing from a damaged mirror
+            return subprocess.CompletedProcess(argv, 128, b"", b"fatal: not a tree object")
+        return real(argv, cwd, data)
+
+    monkeypatch.setattr(headtree, "_run", broken)
+    with pytest.raises(integrity.IntegrityError, match="cannot list the base commit"):
+        revert_test_infra(repo)
+
+
 def test_a_link_in_place_of_a_conftest_is_replaced_and_never_followed(tmp_path: Path) -> None:
     repo = base_repo(tmp_path / "ws")
     outside = tmp_path / "outside.py"

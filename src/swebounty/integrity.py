@@ -210,7 +210,10 @@ _base_infra_lock = threading.Lock()
 
 def _head_infra(workspace: Path, tree: str) -> dict[str, bytes]:
     """path -> content of every infrastructure file of the base commit."""
-    known = tree_listing(workspace, tree) if tree != "HEAD" else None
+    try:
+        known = tree_listing(workspace, tree) if tree != "HEAD" else None
+    except PatchError as exc:  # an infrastructure error, as when git listed it here
+        raise IntegrityError(f"cannot list the base commit: {exc}") from exc
     if known is not None:
         names = list(known)  # the listing every later question about this tree reads
     else:
