@@ -16,6 +16,7 @@ import pytest
 from swebounty.pytest_guard import (
     ChannelTampered,
     GuardResult,
+    compiled,
     disagreements,
     new_key,
     read_channel,
@@ -121,7 +122,9 @@ def _base_prefix(venv: Path) -> str:
     return subprocess.run([python, "-c", code], capture_output=True, text=True).stdout.strip()
 
 
-def _guarded_run(venv: Path, tmp: Path, tamper: bool, extra_test: str = "") -> GuardResult | None:
+def _guarded_run(
+    venv: Path, tmp: Path, tamper: bool, extra_test: str = "", runner: Path | None = None
+) -> GuardResult | None:
     ws = tmp / "ws"
     (ws / "pkg").mkdir(parents=True)
     (ws / "tests").mkdir()
@@ -144,7 +147,7 @@ def _guarded_run(venv: Path, tmp: Path, tamper: bool, extra_test: str = "") -> G
     key = new_key()
     policy = Policy(timeout_s=120, env={"PYTHONPATH": str(ws), "PATH": "/usr/bin:/bin"})
     python = str(venv / "bin" / "python")
-    run = UnsafeSandbox().run(runner_argv(python, tmp / "config.json"), workdir=ws, mounts=[],
+    run = UnsafeSandbox().run(runner_argv(python, tmp / "config.json", runner), workdir=ws, mounts=[],
                               policy=policy, stdin=key, result_channel=True)  # fmt: skip
     return read_channel(run.channel, key)
 
@@ -225,3 +228,54 @@ def test_the_guard_resolves_each_path_once_per_check_and_afresh_after(tmp_path: 
     assert guard._real(path) == str(tmp_path / "b" / "m.py")  # outside a check: afresh
     guard.verify()
     assert resolved[2:] == [str(tmp_path / "b" / "m.py")] * 2
+
+
+def test_the_runner_and_the_guard_run_from_their_copy_compiled_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(compiled, "_made", {})
+    version = ".".join(map(str, sys.version_info[:3]))
+    python, cache = Path(sys.executable).resolve(), tmp_path / "cache"
+    runner = compiled.compiled_runner(cache, version, python)
+    assert runner is not None and runner.name == "run_pytest.pyc"
+    for name in compiled.FILES[1:]:
+        pyc = runner.parent / "__pycache__" / f"{name[:-3]}.{sys.implementation.cache_tag}.pyc"
+        assert int.from_bytes(pyc.read_bytes()[4:8], "little") == 1  # unchecked hash
+    assert compiled.compiled_runner(cache, "3.6.15", python) is None  # no hash-based pycs
+
+    def no_compiler(*a: object, **k: object) -> None:
+        raise AssertionError("compiled again")
+
+    # Made once: a later process finds it on disk, no compiler runs.
+    monkeypatch.setattr(compiled, "_made", {})
+    fake = type("NoSubprocess", (), {"run": no_compiler, "SubprocessError": OSError})
+    monkeypatch.setattr(compiled, "subprocess", fake)
+    assert compiled.compiled_runner(cache, version, python) == runner
+    monkeypatch.setattr(compiled, "subprocess", subprocess)
+    # Its sources are never compiled per run: broken, the guarded run still works.
+    for name in compiled.FILES:
+        (runner.parent / name).write_text("not python (\n")
+    honest = _guarded_run(Path(sys.prefix), tmp_path / "honest", tamper=False, runner=runner)
+    assert honest is not None and honest.problems == [] and honest.exitstatus == 1
+    assert honest.statuses["tests/test_x.py::test_bad"] == "failed"
+    forged = _guarded_run(Path(sys.prefix), tmp_path / "forged", tamper=True, runner=runner)
+    assert forged is not None and forged.problems == [
+        "pytest's reporting machinery was changed: _pytest.python.Function.runtest"
+    ]
+
+    # It is what runs: cut its runner's code off and nothing reports.
+    runner.write_bytes(runner.read_bytes()[:16])
+    assert _guarded_run(Path(sys.prefix), tmp_path / "cut", tamper=False, runner=runner) is None
+
+    # A changed guard is compiled anew, beside the old one.
+    here = tmp_path / "guard"
+    here.mkdir()
+    for name in compiled.FILES:
+        shutil.copyfile(compiled.HERE / name, here / name)
+    with (here / "machinery.py").open("a") as f:
+        f.write("# changed\n")
+    monkeypatch.undo()
+    monkeypatch.setattr(compiled, "_made", {})
+    monkeypatch.setattr(compiled, "HERE", here)
+    changed = compiled.compiled_runner(cache, version, python)
+    assert changed is not None and changed.parent != runner.parent

@@ -15,6 +15,19 @@ Why it cannot change a verdict:
 - they are copied, never linked, into the patched workspace for files no patch touched, through
   directory descriptors that follow no link: a `__pycache__` that is a link or a file, or a
   .pyc already there, is left alone.
+Timestamp headers (`seed(..., stamp_before=T)`): hashing every imported source on import cost
+sympy's `import sympy` 25 ms of CPU in 0.47 s (399 modules, median of 11, alternating), so a
+copy gets the header bare pytest's own pycs have (PEP 552 flags 0: the source's mtime and size,
+checked by one stat) when the harness can tell the file is still the base's without reading it:
+not a file a patch or the reset touched (`skip`), a regular file (no link followed), its size
+the base blob's, and its mtime before T, the moment the evaluation began making its workspace
+(minus a second: the header keeps whole seconds). Every write the harness makes to a workspace
+after T replaces the file (git apply, patch, the resets, these copies), so a file it changed
+has a newer mtime; every later write, by the install step or the tests, gives a newer mtime
+too, and Python then compiles the source. Only code in the sandbox that sets an mtime back on
+purpose could make Python run the cached base code instead of its edit: the same base code the
+untouched file holds, no gain to it, and the guard compares code with its file (genuine.py).
+Any other file (a workspace checked out since T, the first of its tree) keeps the checked hash.
 Left out: test files (collect.split's rules: tests/ directories, test_*.py, conftest.py...),
 since pytest compiles its own rewritten copy of test modules and the rest there is mostly data
 for the tests (pylint's 1,500 functional-test inputs); and modules under MIN_SOURCE_BYTES,
@@ -31,11 +44,13 @@ import json
 import logging
 import os
 import re
+import stat
+import struct
 import threading
 from collections import defaultdict
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from swebounty import safefs
@@ -95,6 +110,7 @@ class Plan:
     store: Path  # CACHE/bytecode/<tag>
     tag: str  # sys.implementation.cache_tag, e.g. cpython-311
     files: dict[str, str]  # path in the workspace -> git blob id
+    sizes: dict[str, int] = field(default_factory=dict)  # path -> the base blob's size
 
     def _entry(self, sha: str, suffix: str = ".pyc") -> Path:
         return self.store / sha[:2] / f"{sha}{suffix}"
@@ -127,28 +143,30 @@ def plan(cache_dir: Path, workspace: Path, interpreter: str, executable: Path) -
     store = cache_dir / "bytecode" / tag
     tree = head_tree(workspace)
     key = (str(store), tree or "", MIN_SOURCE_BYTES)
-    files = _plans.get(key) if tree else None
-    if files is None:
-        files = _plan_files(workspace, tree or "HEAD")
+    found = _plans.get(key) if tree else None
+    if found is None:
+        found = _plan_files(workspace, tree or "HEAD")
         if tree:
             with _plans_lock:
-                _plans[key] = files
+                _plans[key] = found
                 while len(_plans) > _MAX_PLANS:
                     _plans.pop(next(iter(_plans)))
-    return Plan(store=store, tag=tag, files=dict(files))
+    files, sizes = found
+    return Plan(store=store, tag=tag, files=dict(files), sizes=dict(sizes))
 
 
 _MAX_PLANS = 256  # trees whose plan is kept in memory (a few hundred KiB each at most)
-_plans: dict[tuple[str, str, int], dict[str, str]] = {}
+_plans: dict[tuple[str, str, int], tuple[dict[str, str], dict[str, int]]] = {}
 _plans_lock = threading.Lock()
 
 
-def _plan_files(workspace: Path, tree: str) -> dict[str, str]:
-    """The modules of `tree` worth caching: path -> git blob id."""
+def _plan_files(workspace: Path, tree: str) -> tuple[dict[str, str], dict[str, int]]:
+    """The modules of `tree` worth caching: path -> git blob id, and path -> blob size."""
     # The base commit's tree, with each blob's size: "<mode> <type> <id> <size>\t<path>".
     listing = git(workspace, "ls-tree", "-r", "-l", "-z", tree, env=isolated_git_env()).stdout
     rules = SplitRules()
     files: dict[str, str] = {}
+    sizes: dict[str, int] = {}
     for record in listing.decode("utf-8", "surrogateescape").split("\0"):
         meta, _, rel = record.partition("\t")
         fields = meta.split()
@@ -157,9 +175,10 @@ def _plan_files(workspace: Path, tree: str) -> dict[str, str]:
         if not _SHA.match(fields[2]) or not fields[3].isdigit() or rules.classify(rel) == "test":
             continue
         if int(fields[3]) >= MIN_SOURCE_BYTES:
-            files[rel] = fields[2]
+            files[rel], sizes[rel] = fields[2], int(fields[3])
     packages = {rel.rpartition("/")[0] for rel in files_named(listing, "__init__.py")}
-    return {rel: sha for rel, sha in files.items() if _importable(rel, packages)}
+    files = {rel: sha for rel, sha in files.items() if _importable(rel, packages)}
+    return files, {rel: sizes[rel] for rel in files}
 
 
 def files_named(listing: bytes, name: str) -> list[str]:
@@ -261,25 +280,44 @@ def _store(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def seed(pyc: Plan, workspace: Path, skip: set[str]) -> int:
+def seed(pyc: Plan, workspace: Path, skip: set[str], *, stamp_before: float | None = None) -> int:
     """Copy the cached pycs of the files no patch touched (`skip`) into the patched workspace;
-    returns how many were copied. Never follows a link, never replaces a file."""
-    by_dir: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    returns how many were copied. Never follows a link, never replaces a file. With
+    `stamp_before` (when the evaluation began making `workspace`), a copy whose source is
+    plainly the base's gets a timestamp header (see the module docstring)."""
+    by_dir: dict[str, list[tuple[str, str, int | None]]] = defaultdict(list)
     for rel, sha in pyc.files.items():
         if rel not in skip:
             parent, _, name = rel.rpartition("/")
-            by_dir[parent].append((name, sha))
+            by_dir[parent].append((name, sha, pyc.sizes.get(rel)))
     copied = 0
     for parent, entries in by_dir.items():
         try:
             with safefs.open_dir(workspace, parent.split("/") if parent else []) as dfd:
-                copied += _seed_dir(pyc, dfd, entries)
+                copied += _seed_dir(pyc, dfd, entries, stamp_before)
         except OSError:
             continue  # gone, a link or not a directory after the patch: no bytecode there
     return copied
 
 
-def _seed_dir(pyc: Plan, dfd: int, entries: list[tuple[str, str]]) -> int:
+def _timestamp_header(
+    dfd: int, name: str, size: int | None, stamp_before: float | None
+) -> bytes | None:
+    """Bytes 4-16 of a timestamp pyc for the source `name`, if it is plainly the base's file."""
+    if stamp_before is None or size is None:
+        return None
+    try:
+        st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode) or st.st_size != size or st.st_mtime >= stamp_before - 1:
+        return None
+    return struct.pack("<III", 0, int(st.st_mtime) & 0xFFFFFFFF, size & 0xFFFFFFFF)
+
+
+def _seed_dir(
+    pyc: Plan, dfd: int, entries: list[tuple[str, str, int | None]], stamp_before: float | None
+) -> int:
     # One open per cached file, no stat and no Path: a stat, a Path and read_bytes per file
     # were two thirds of seeding sympy's 622 modules.
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -287,7 +325,7 @@ def _seed_dir(pyc: Plan, dfd: int, entries: list[tuple[str, str]]) -> int:
     cache_fd = -1
     copied = 0
     try:
-        for name, sha in entries:
+        for name, sha, size in entries:
             try:
                 src = os.open(f"{store}/{sha[:2]}/{sha}.pyc", os.O_RDONLY | os.O_CLOEXEC)
             except FileNotFoundError:
@@ -298,6 +336,7 @@ def _seed_dir(pyc: Plan, dfd: int, entries: list[tuple[str, str]]) -> int:
                         os.mkdir("__pycache__", 0o755, dir_fd=dfd)
                     # a link here raises: not followed
                     cache_fd = os.open("__pycache__", flags, dir_fd=dfd)
+                header = _timestamp_header(dfd, name, size, stamp_before)
                 try:
                     fd = os.open(
                         f"{name[:-3]}.{pyc.tag}.pyc",
@@ -310,7 +349,11 @@ def _seed_dir(pyc: Plan, dfd: int, entries: list[tuple[str, str]]) -> int:
                         continue  # the repository's own file, or a link: not ours to replace
                     raise
                 try:
+                    first = True
                     while chunk := os.read(src, 1 << 20):
+                        if first and header is not None and _checked_hash_pyc(chunk):
+                            chunk = chunk[:4] + header + chunk[16:]
+                        first = False
                         view = memoryview(chunk)
                         while view:
                             view = view[os.write(fd, view) :]

@@ -45,8 +45,10 @@ from swebounty.pytest_guard import (
     read_channel,
     runner_argv,
     runner_config,
+    split_prefix,
     write_config,
 )
+from swebounty.pytest_guard.compiled import compiled_runner
 from swebounty.remover import remove_trees
 from swebounty.repos import RepoError, commit_date, ensure_mirror, make_workspace
 from swebounty.sandbox import Sandbox, SandboxError
@@ -173,6 +175,7 @@ def _prepare_and_run(
     result: TestRun,
 ) -> str | None:
     owner = getattr(sandbox, "workdir_owner", None)
+    began = time.time()  # a file written since may not get a timestamp pyc (bytecode.py)
     workspace, env, when = _checkout(task, ctx, scratch, overlaid=True, owner=owner)
     result.env_key = env.key
     wanted = declared(ctx.envs.overrides, shipped_catalog(), task.repo, task.version, when)
@@ -203,15 +206,17 @@ def _prepare_and_run(
         result.error = "the task's test patch touches no test file to run"
         return None
     if pyc is not None:
-        bytecode.seed(pyc, workspace, skip={*files_in_patch(patch), *test_paths})
+        skip = {*files_in_patch(patch), *test_paths}
+        bytecode.seed(pyc, workspace, skip=skip, stamp_before=began)
     config = runner_config(
         patch, env, workspace, test_paths, result.test_infra_reverted, result.test_files,
         JUNIT_IN_SANDBOX,
     )  # fmt: skip
     task_env = ctx.envs.for_task(env, workspace, scratch / "layer")
     seeded = fontcache.seeds(env, sandbox, ctx.policy, task_env.env)
+    runner = compiled_runner(ctx.cache_dir, env.interpreter, env.interpreter_executable)
     return _run_guarded(task, patch, ctx, sandbox, task_env, workspace, scratch, log_dir,
-                        config, result, seeded, services)  # fmt: skip
+                        config, result, seeded, services, runner)  # fmt: skip
 
 
 def _run_guarded(
@@ -227,9 +232,11 @@ def _run_guarded(
     result: TestRun,
     seeded: dict[str, str],
     services: StandIns,
+    runner: Path | None = None,
 ) -> str | None:
     """`seeded`: files the run's first process copies into its private /tmp (fontcache.py);
-    `services`: the test services to start beside the tests (services/runtime.py)."""
+    `services`: the test services to start beside the tests (services/runtime.py); `runner`:
+    the runner's precompiled copy (pytest_guard/compiled.py), None for its source."""
     layer = scratch / "layer"
     touched_build = any(PurePosixPath(f).name in BUILD_FILES for f in files_in_patch(patch))
     config["setup"] = task_env.setup_argv
@@ -242,7 +249,7 @@ def _run_guarded(
     # A project that is pytest tests itself with its own code: the workspace's, or the copy
     # its install put in the layer.
     config["own_dirs"] = [str(workspace), *map(str, task_env.rw_paths)]
-    python, extra = _split_prefix(task_env.test_prefix)
+    python, extra = split_prefix(task_env.test_prefix)
     args: list[str] = [*extra, *config["args"]]  # type: ignore[misc]
     if not sandbox.isolated:
         # The unsafe backend has no private /tmp: runs side by side would share one file.
@@ -255,11 +262,12 @@ def _run_guarded(
     write_config(guard_dir / "config.json", config)
     for path in (workspace, layer):
         sandbox.prepare_workdir(path)
-    mounts = [Mount(path=p) for p in [*task_env.ro_paths, GUARD_DIR, guard_dir]]
+    runners = [runner.parent] if runner else []
+    mounts = [Mount(path=p) for p in [*task_env.ro_paths, GUARD_DIR, *runners, guard_dir]]
     mounts += [Mount(path=p) for p in sorted({Path(s).parent for s in seeded.values()})]
     mounts += [Mount(path=p, ephemeral=True) for p in [workspace, *task_env.rw_paths]]
     key = new_key()
-    argv = runner_argv(python, guard_dir / "config.json")
+    argv = runner_argv(python, guard_dir / "config.json", runner)
     argv, variables = services.attach(sandbox, argv, task_env.env, mounts)
     result.services = services.uses()
     policy = ctx.policy.model_copy(update={"env": variables, **services.network()})
@@ -270,18 +278,6 @@ def _run_guarded(
     result.exit_code = run.returncode
     services.keep_logs(log_dir)
     return services.explain(_read_results(task, ctx, run, key, log_dir, result), run)
-
-
-def _split_prefix(prefix: list[str]) -> tuple[str, list[str]]:
-    """(interpreter, pytest arguments) of a test command `python [flags] -m pytest [args]`."""
-    if "-m" in prefix and prefix.index("-m") + 1 < len(prefix):
-        at = prefix.index("-m")
-        if prefix[at + 1] in ("pytest", "py.test"):
-            return prefix[0], prefix[at + 2 :]
-    raise IntegrityError(
-        f"the test command {prefix} does not run `python -m pytest`; the harness only grades "
-        "pytest runs (set test_cmd to ['python', '-m', 'pytest', ...])"
-    )
 
 
 def _read_results(

@@ -20,7 +20,7 @@ import defusedxml.ElementTree as DefusedET
 
 from swebounty.diffs import files_in_patch
 from swebounty.envs import Environment
-from swebounty.integrity import infra_manifest
+from swebounty.integrity import IntegrityError, infra_manifest
 from swebounty.patches import head_entries
 from swebounty.testing import TestOutcome, pytest_command
 
@@ -51,9 +51,22 @@ def new_key() -> bytes:
     return secrets.token_hex(32).encode()
 
 
-def runner_argv(python: str, config_path: Path) -> list[str]:
-    """`-S`: no site at start, so no .pth file or sitecustomize runs before the guard."""
-    return [python, "-S", str(RUNNER), str(config_path)]
+def runner_argv(python: str, config_path: Path, runner: Path | None = None) -> list[str]:
+    """`-S`: no site at start, so no .pth file or sitecustomize runs before the guard.
+    `runner`: its precompiled copy (compiled.py) instead of RUNNER."""
+    return [python, "-S", str(runner or RUNNER), str(config_path)]
+
+
+def split_prefix(prefix: list[str]) -> tuple[str, list[str]]:
+    """(interpreter, pytest arguments) of a test command `python [flags] -m pytest [args]`."""
+    if "-m" in prefix and prefix.index("-m") + 1 < len(prefix):
+        at = prefix.index("-m")
+        if prefix[at + 1] in ("pytest", "py.test"):
+            return prefix[0], prefix[at + 2 :]
+    raise IntegrityError(
+        f"the test command {prefix} does not run `python -m pytest`; the harness only grades "
+        "pytest runs (set test_cmd to ['python', '-m', 'pytest', ...])"
+    )
 
 
 def read_channel(data: bytes | None, key: bytes, truncated: bool = False) -> GuardResult | None:
