@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import threading
 from collections import OrderedDict
@@ -34,11 +35,20 @@ _TOOL_ENV = {
 }
 
 
+def raise_if_interrupted(proc: subprocess.CompletedProcess[bytes]) -> None:
+    """Ctrl-C in a terminal reaches the whole process group: a git this harness started dies of
+    it a moment before the main thread learns of it. Its failure is the interruption, not a fact
+    about the task (a missing commit, a patch that does not apply): raise it as one, so the
+    attempt is not saved as an `error` verdict whatever the timing (runs.evaluate_run)."""
+    if proc.returncode == -signal.SIGINT:
+        raise KeyboardInterrupt(f"{Path(str(proc.args[0])).name} was interrupted")
+
+
 def _run(
     argv: list[str], cwd: Path, data: bytes | None = None
 ) -> subprocess.CompletedProcess[bytes]:
     try:
-        return subprocess.run(
+        proc = subprocess.run(
             argv,
             cwd=cwd,
             input=data,
@@ -51,6 +61,8 @@ def _run(
         raise PatchError(f"{' '.join(argv[:3])} took over {COMMAND_TIMEOUT:.0f}s") from exc
     except FileNotFoundError as exc:
         raise PatchError(f"{argv[0]} is not installed; install it and retry") from exc
+    raise_if_interrupted(proc)  # Ctrl-C, not a fact about the patch
+    return proc
 
 
 def _tool_env() -> dict[str, str]:

@@ -24,6 +24,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from swebounty import packcache
+from swebounty.headtree import raise_if_interrupted
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +111,7 @@ def git(
         env=env if env is not None else _user_env(),
         check=False,
     )
+    raise_if_interrupted(proc)
     if check and proc.returncode != 0:
         err = proc.stderr.decode(errors="replace").strip()
         words = list(args)
