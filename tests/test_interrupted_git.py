@@ -5,13 +5,12 @@ about the task (a missing commit, a patch that does not apply) saved as an `erro
 from __future__ import annotations
 
 import sys
-import threading
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
 
+from run_helpers import one_attempt
 from swebounty import headtree, repos, runs
 from swebounty.store import Store
 from swebounty.tasks import Submission, Task
@@ -53,9 +52,7 @@ def test_a_run_whose_git_dies_of_sigint_saves_nothing_whatever_the_timing(
 ) -> None:
     # The run is never marked cancelled here: only the git's death says it was interrupted,
     # so no settling delay decides whether an `error` is saved.
-    task = Task(instance_id="o__r-1", repo="o/r", base_commit="abc", patch="d", test_patch="t")
-    sub = Submission(instance_id="o__r-1", model_patch="", model_name_or_path="m")
-    ctx = SimpleNamespace(runs_dir=dying_git / "runs", cancelled=threading.Event())
+    task, sub, ctx = one_attempt(dying_git / "runs")
 
     def evaluate_one(task: Task, sub: Submission, ctx: Any, log_dir: Path) -> Verdict:
         repos.git(dying_git, "cat-file", "-e", task.base_commit, check=False)

@@ -6,11 +6,11 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
 
+from run_helpers import one_attempt, verdict_of
 from swebounty import remover as remover_mod
 from swebounty import runs, safefs
 from swebounty.remover import Remover
@@ -107,11 +107,7 @@ def test_a_missing_tree_is_no_problem(tmp_path: Path) -> None:
 def test_a_run_waits_for_the_removals_it_handed_over(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gate: threading.Event, interrupted: bool
 ) -> None:
-    task = Task(instance_id="o__r-1", repo="o/r", base_commit="abc", patch="d", test_patch="t")
-    sub = Submission(instance_id="o__r-1", model_patch="", model_name_or_path="m")
-    ctx = SimpleNamespace(
-        runs_dir=tmp_path / "runs", cancelled=threading.Event(), remover=Remover()
-    )
+    task, sub, ctx = one_attempt(tmp_path / "runs", remover=Remover())
     tree = _tree(tmp_path / "ws")
 
     def evaluated(task: Task, sub: Submission, ctx: Any, log_dir: Path) -> Verdict:
@@ -119,14 +115,7 @@ def test_a_run_waits_for_the_removals_it_handed_over(
         threading.Timer(0.3, gate.set).start()
         if interrupted:
             raise KeyboardInterrupt
-        return Verdict(
-            instance_id=task.instance_id,
-            attempt=sub.attempt,
-            model_name_or_path=sub.model_name_or_path,
-            status="resolved",
-            empty_patch=False,
-            reason="ok",
-        )
+        return verdict_of(task, sub, "resolved", "ok", empty_patch=False)
 
     monkeypatch.setattr(runs, "evaluate_safely", evaluated)
     with Store.open(tmp_path / "runs.sqlite") as store:

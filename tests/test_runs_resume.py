@@ -251,29 +251,20 @@ def test_an_error_the_interruption_caused_is_not_saved(
     # Ctrl-C reaches a git or uv a worker started a moment before the main thread marks the
     # run cancelled: the worker's `error` must wait for that mark, not become a verdict.
     import threading
-    from types import SimpleNamespace
     from typing import Any, cast
 
+    from run_helpers import one_attempt, verdict_of
     from swebounty import runs
     from swebounty.tasks import Submission, Task
     from swebounty.verdicts import Verdict
 
-    task = Task(instance_id="o__r-1", repo="o/r", base_commit="abc", patch="d", test_patch="t")
-    sub = Submission(instance_id="o__r-1", model_patch="", model_name_or_path="m")
-    ctx = SimpleNamespace(runs_dir=tmp_path / "runs", cancelled=threading.Event())
+    task, sub, ctx = one_attempt(tmp_path / "runs")
     interrupt = True
 
     def helper_dies(task: Task, sub: Submission, ctx: Any, log_dir: Path) -> Verdict:
         if interrupt:  # the main thread marks the run cancelled a moment later
             threading.Timer(0.1, ctx.cancelled.set).start()
-        return Verdict(
-            instance_id=task.instance_id,
-            attempt=sub.attempt,
-            model_name_or_path=sub.model_name_or_path,
-            status="error",
-            empty_patch=True,
-            reason="git died of SIGINT",
-        )
+        return verdict_of(task, sub, "error", "git died of SIGINT")
 
     monkeypatch.setattr(runs, "evaluate_safely", helper_dies)
     with Store.open(tmp_path / "runs.sqlite") as store:
