@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +21,7 @@ from sandbox.helpers import (
 )
 from swebounty.sandbox import (
     BwrapSandbox,
+    Policy,
     RunResult,
     Sandbox,
     UnsafeSandbox,
@@ -171,3 +173,35 @@ report()
 def test_memory_is_bounded(world: World, bwrap: BwrapSandbox) -> None:
     res = _attack(world, bwrap, MEMORY, memory_bytes=512 << 20)
     assert res["allocate"]["error"] == "MemoryError"
+
+
+@pytest.mark.parametrize(
+    ("stderr", "stdout", "retried"),
+    [
+        ("bwrap: Creating new namespace failed: Resource temporarily unavailable\n", "", True),
+        ("bwrap: Can't fork for pid 1: Resource temporarily unavailable\n", "", True),
+        # Output means the command ran: whatever it printed, its run is the result.
+        ("bwrap: Can't fork for pid 1: Resource temporarily unavailable\n", "1 passed", False),
+        ("bwrap: Can't mount proc on /newroot/proc: Operation not permitted\n", "", False),
+    ],
+)
+def test_bwrap_at_the_uid_s_process_limit_is_retried(
+    monkeypatch: pytest.MonkeyPatch, stderr: str, stdout: str, retried: bool
+) -> None:
+    # As an ordinary user every sandbox shares the uid's process count: right after a fork bomb
+    # bwrap may fail to create its namespaces or to fork pid 1 (EAGAIN); it is started again.
+    from swebounty.sandbox import bwrap as bwrap_mod
+
+    calls: list[int] = []
+
+    def once(self: object, argv: list[str], **kw: object) -> RunResult:
+        calls.append(1)
+        if len(calls) == 1:
+            return RunResult(returncode=1, stdout=stdout, stderr=stderr)
+        return RunResult(returncode=0, stdout="ok")
+
+    monkeypatch.setattr(bwrap_mod.BwrapSandbox, "_run_once", once)
+    monkeypatch.setattr(bwrap_mod.time, "sleep", lambda s: None)
+    sandbox = object.__new__(bwrap_mod.BwrapSandbox)
+    result = sandbox.run(["true"], workdir=Path("/"), mounts=[], policy=Policy())
+    assert (len(calls), result.returncode) == ((2, 0) if retried else (1, 1))

@@ -38,11 +38,22 @@ log = logging.getLogger(__name__)
 
 # Backoff (seconds) when bwrap cannot create namespaces because the uid is at its process limit.
 _BUSY_RETRIES = (0.25, 0.5, 1.0, 2.0, 4.0)
-_BUSY = "Creating new namespace failed: Resource temporarily unavailable"
+# What bwrap says when the uid is at its process limit: creating the namespaces, or forking the
+# sandbox's pid 1 (the same EAGAIN, one step later; seen as an ordinary user right after the
+# fork-bomb attack once workspaces were removed off the critical path and the next run started
+# sooner).
+_BUSY = (
+    "Creating new namespace failed: Resource temporarily unavailable",
+    "Can't fork for pid 1: Resource temporarily unavailable",
+)
 
 
 def _namespace_busy(result: RunResult) -> bool:
-    return result.returncode == 1 and _BUSY in result.stderr and not result.stdout
+    return (
+        result.returncode == 1
+        and not result.stdout
+        and any(f"bwrap: {message}" in result.stderr for message in _BUSY)
+    )
 
 
 SANDBOX_USER = "swebounty"  # the leased uid's name inside (getpass.getuser(), ~ expansion)
