@@ -1,8 +1,9 @@
 """An evaluation's inputs: the dataset and the submissions, loaded and checked.
 
-A dataset is a bundled demo, a file or a Hugging Face name; submissions are "gold", "empty",
-predictions files or `Submission` objects, numbered into attempts. An input that cannot work is
-one `EvalInputError` line naming it; a bad record is not fatal, it comes back as a RecordError.
+A dataset is a bundled demo, a file in any known format (formats.py) or a Hugging Face name;
+submissions are "gold", "empty", predictions files or `Submission` objects, numbered into
+attempts. An input that cannot work is one `EvalInputError` line naming it; a bad record is
+not fatal, it comes back as a RecordError.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
+from swebounty.formats import load_file
 from swebounty.tasks import (
     RecordError,
     Submission,
@@ -18,7 +20,6 @@ from swebounty.tasks import (
     empty_submissions,
     gold_submissions,
     load_predictions,
-    load_tasks,
 )
 
 DEMO = "demo"
@@ -58,7 +59,7 @@ def load_dataset(
             f"dataset {dataset} does not exist (a file, 'demo', or a Hugging Face name "
             "like princeton-nlp/SWE-bench_Lite)"
         )
-    tasks, errors = load_tasks(path)
+    tasks, errors = load_file(path)
     return tasks, errors, None, str(path.resolve())
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
@@ -36,6 +37,8 @@ from swebounty.records import (
 )
 
 log = logging.getLogger(__name__)
+
+_ANCESTRY = re.compile(r"(?:\^|~[0-9]{1,3}){1,8}\Z")
 
 
 MAX_ATTEMPT = 10_000
@@ -133,7 +136,10 @@ class Task(BaseModel):
     @field_validator("base_commit")
     @classmethod
     def _check_commit(cls, value: str) -> str:
-        if not COMMIT_ID.fullmatch(value) or ".." in value:
+        # A commit, or an ancestor of one (`C^`, `C~2`: SWE-Lancer's Manager tasks start at the
+        # parent of their fix); git resolves it in the mirror.
+        commit = _ANCESTRY.sub("", value)
+        if not COMMIT_ID.fullmatch(commit) or ".." in commit:
             raise ValueError(f"base_commit {value[:80]!r} is not a commit id")
         return value
 
