@@ -179,3 +179,26 @@ def test_a_base_commit_may_be_an_ancestor(base: str) -> None:
 def test_other_revisions_are_refused(base: str) -> None:
     with pytest.raises(ValueError, match="is not a commit id"):
         Task(instance_id="a", repo="a/b", base_commit=base)
+
+
+def test_scores_give_dollars_per_split(tmp_path: Path) -> None:
+    from swebounty.report.table import render_breakdowns
+    from swebounty.scoring import score_run
+    from swebounty.tasks import Submission
+
+    rows = [manager_row(f"{n}-manager-0", price, manager_data([0, 1], correct), set=split)
+            for n, price, correct, split in ((1, "1000", 0, "diamond"), (2, "4000", 1, "diamond"),
+                                             (3, "500", 0, "nondiamond"))]  # fmt: skip
+    tasks, _ = load_file(write_csv(tmp_path / "all_swelancer_tasks.csv", NEW_HEADER, rows))
+    first = [Submission(instance_id=t.instance_id, model_name_or_path="first", pick=0)
+             for t in tasks]  # fmt: skip
+    from swebounty.grading import grade
+
+    verdicts = [grade(t, s, outcomes=None, exit_code=None, patch_method=None)
+                for t, s in zip(tasks, first, strict=True)]  # fmt: skip
+    score = score_run(tasks, first, verdicts, resamples=10)
+    diamond, nondiamond = score.by_split["diamond"], score.by_split["nondiamond"]
+    assert (diamond.dollars.earned_usd, diamond.dollars.available_usd) == (1000.0, 5000.0)
+    assert (nondiamond.dollars.earned_usd, nondiamond.dollars.available_usd) == (500.0, 500.0)
+    titles = [str(t.title) for t in render_breakdowns([score])]
+    assert any("split" in t for t in titles)

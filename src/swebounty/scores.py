@@ -158,6 +158,9 @@ class RunScore(BaseModel):
     )
     by_repo: dict[str, GroupScore] = Field(default_factory=dict)
     by_month: dict[str, GroupScore] = Field(default_factory=dict)
+    by_split: dict[str, GroupScore] = Field(
+        default_factory=dict, description="the dataset's own splits (SWE-Lancer's set), if any"
+    )
     model_cutoff: date | None = None
     by_cutoff: dict[str, GroupScore] | None = Field(
         default=None, description="'before' / 'after' the model cutoff ('unknown': no created_at)"

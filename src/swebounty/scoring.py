@@ -247,6 +247,22 @@ def month_of(task: Task) -> str:
     return _utc(task.created_at).strftime("%Y-%m") if task.created_at else "unknown"
 
 
+def split_of(task: Task) -> str | None:
+    """The dataset's own split of a task (SWE-Lancer's `set`, "lite", ...), if it says one."""
+    split = (task.model_extra or {}).get("split")
+    return split if isinstance(split, str) and split else None
+
+
+def _by_split(outcomes: Sequence[TaskOutcome], boot: _Boot) -> dict[str, GroupScore]:
+    """Each split, and each split's fix and pick tasks apart when the split has both."""
+    split = [o for o in outcomes if split_of(o.task)]
+    groups = _by(split, lambda t: split_of(t) or "", boot)
+    kinds = {(split_of(o.task), o.task.kind) for o in split}
+    if len(kinds) > len({name for name, _ in kinds}):
+        groups |= _by(split, lambda t: f"{split_of(t)} · {t.kind}", boot)
+    return dict(sorted(groups.items()))
+
+
 def _cutoff_side(task: Task, cutoff: datetime) -> str:
     if task.created_at is None:
         return "unknown"
@@ -308,6 +324,7 @@ def score_run(
         verification=_verification(outcomes),
         by_repo=_by(outcomes, lambda t: t.repo, boot),
         by_month=_by(outcomes, month_of, boot),
+        by_split=_by_split(outcomes, boot),
         resamples=resamples,
         seed=seed,
         confidence=confidence,

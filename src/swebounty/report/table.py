@@ -268,6 +268,7 @@ def _group_cell(group: GroupScore | None, *, interval: bool) -> str:
     tail = f"{group.tasks_resolved}/{group.graded_tasks}"
     if group.dollars.available_usd > 0:
         tail += f" · {format_usd(group.dollars.earned_usd)}"
+        tail += f" of {format_usd(group.dollars.available_usd)}"
     return f"{head}\n[dim]{tail}[/dim]"
 
 
@@ -295,14 +296,20 @@ def _breakdown(
 
 
 def render_breakdowns(scores: Sequence[RunScore]) -> list[Table]:
-    """Resolve rate by repository and by month (when there are several), and around the cutoff.
+    """Resolve rate by repository and by month (when there are several), by the dataset's own
+    split, and around the cutoff.
 
-    Each cell: resolve rate, tasks resolved by any attempt / graded tasks, dollars earned.
+    Each cell: resolve rate, tasks resolved by any attempt / graded tasks, dollars earned of
+    available.
     """
     tables = []
-    for title, key in (("by repository", "by_repo"), ("by month of task creation", "by_month")):
+    for title, key, least in (
+        ("by repository", "by_repo", 2),
+        ("by month of task creation", "by_month", 2),
+        ("by the dataset's split (dollars earned of available)", "by_split", 1),
+    ):
         groups: list[Mapping[str, GroupScore]] = [getattr(s, key) for s in scores]
-        if len({name for by in groups for name in by}) > 1:
+        if len({name for by in groups for name in by}) >= least:
             tables.append(_breakdown(title, scores, groups, ci=False))
     if any(s.by_cutoff is not None for s in scores):
         cutoffs = sorted({str(s.model_cutoff) for s in scores if s.model_cutoff})
