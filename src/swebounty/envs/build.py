@@ -9,7 +9,8 @@ step's failure kept in the build log and, in words, in the environment's report 
 - per interpreter, newest first: the spec's dependency plans in order (tox deps, requirement
   files; all extras, test extras, none); a *resolver* conflict moves to the next plan, never
   to another interpreter (that only wastes time);
-- a dependency that fails to *build*, or that has wheels for an older interpreter but not for
+- a dependency that fails to *build*, whose only files uv refuses by name (old `.tar.bz2`
+  sdists, not PEP 625), or that has wheels for an older interpreter but not for
   this one (building numpy from source fails after minutes), moves to the next older
   interpreter; when it fails on every interpreter, the next, smaller plan is tried (the
   package may come from an extra: requests' `[security]` compiles cryptography 0.x);
@@ -65,6 +66,9 @@ SCHEMA = 1  # bump when the layout or the build recipe changes: old keys then mi
 # 9: compiled files the repository commits (test fixtures) no longer force a per-task install;
 # 10: of the month's releases of direct dependencies, only the project's companions.
 PROJECT_RECIPE = 10
+
+# Failures an older interpreter (wheels of its time), then a smaller plan, may get past.
+_OLDER_MAY_FIX = ("build", "python", "sdist")
 
 
 def remembered(failure: dict[str, Any]) -> EnvBuildError:
@@ -227,7 +231,7 @@ class Builder:
                 # A package that builds on no interpreter may come from an extra: the next,
                 # smaller plan goes without it. The project itself is in every plan.
                 if (
-                    last.kind not in ("build", "python")
+                    last.kind not in _OLDER_MAY_FIX
                     or last.step == "install the project"
                     or last.plan is None
                     or last.plan + 1 >= plans
@@ -318,10 +322,10 @@ class Builder:
                         exc.plan = plan
                     last = exc
                     why.append(f"Python {interp.minor_str}: {exc.describe()} ({exc.kind})")
-                    if exc.kind in ("build", "python") and shared and used != spec.cutoff:
+                    if exc.kind in _OLDER_MAY_FIX and shared and used != spec.cutoff:
                         why.append(f"{exc.step} failed at the shared cutoff: exact cutoff")
                         continue
-                    if exc.kind in ("build", "python") and older:
+                    if exc.kind in _OLDER_MAY_FIX and older:
                         why.append(f"trying Python {older[0].minor_str}")
                         break
                     return exc

@@ -56,7 +56,7 @@ def imports_any(source: str, roots: list[str]) -> bool:
 
 
 def is_companion(
-    name: str, version: str, roots: list[str], index: str = "https://pypi.org/simple"
+    name: str, version: str, roots: list[str], index: str | None = None
 ) -> bool | None:
     """Whether release `name` `version` imports the project (one of `roots`); None when its
     files cannot be read (no index, no archive of a readable kind or size)."""

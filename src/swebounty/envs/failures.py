@@ -6,6 +6,9 @@ Classes decide what the builder tries next, and what someone fixing it should do
 - `python`: no release of a package supports the interpreter;
 - `resolve`: the requirements conflict at the cutoff, or a package has no release before it;
 - `yanked`: the releases available at the cutoff were yanked since (an exact pin fixes it);
+- `sdist`: the only files of the releases needed are source distributions uv refuses by their
+  name (`.tar.bz2`, `.tgz`: "non-PEP 625-compliant"); not a conflict, so no pin helps: an
+  older interpreter (wheels of its time) or a plan without the package may;
 - `network`: the package index was unreachable (never remembered as a failure);
 - `timeout`: a step ran out of time; `other`: anything else.
 """
@@ -17,7 +20,9 @@ from typing import Literal
 
 from packaging.utils import canonicalize_name
 
-FailureKind = Literal["build", "python", "resolve", "yanked", "network", "timeout", "other"]
+FailureKind = Literal[
+    "build", "python", "resolve", "yanked", "sdist", "network", "timeout", "other"
+]
 
 _BUILD = re.compile(
     r"Failed to build|Failed to download and build|Build backend failed|"
@@ -39,6 +44,9 @@ _BUILT = re.compile(r"Failed to (?:download and )?(?:build|prepare metadata for)
 _NEEDS_PYTHON = re.compile(rf"and ({_NAME}(?:==\S+)?) depends on Python")
 _NO_VERSIONS = re.compile(rf"there (?:are|is) no versions? of ({_NAME})")
 _FILTERED = re.compile(rf"`({_NAME})` was filtered by `exclude-newer`")
+_SDIST = re.compile(
+    rf"(?:all versions of |\b)({_NAME})(?:[<>=!~]=?[\w.*]+)? (?:has|have) a non-PEP 625-compliant"
+)
 _CAUSE = re.compile(r"cause: (Because .*?)(?:\n\s*\n|\Z)", re.S)
 _SETUP_ERROR = re.compile(r"^\s*(?:error|ERROR|\w*Error): .+$", re.M)
 
@@ -46,6 +54,8 @@ _SETUP_ERROR = re.compile(r"^\s*(?:error|ERROR|\w*Error): .+$", re.M)
 def classify(output: str) -> FailureKind:
     if _YANKED.search(output):
         return "yanked"
+    if _SDIST.search(output):
+        return "sdist"
     if _BUILD.search(output):
         return "build"
     if _PYTHON.search(output):
@@ -89,6 +99,7 @@ class StepFailed(Exception):
             "build": _BUILT,
             "python": _NEEDS_PYTHON,
             "yanked": _YANKED,
+            "sdist": _SDIST,
         }.get(self.kind)
         if self.kind == "resolve":
             pattern = _NO_VERSIONS if _NO_VERSIONS.search(self.output) else None
@@ -120,6 +131,11 @@ class StepFailed(Exception):
             return "the requirements conflict: " + _cause(self.output)
         if self.kind == "yanked":
             return f"every release of {shown or 'a package'} available at the cutoff was yanked"
+        if self.kind == "sdist":
+            return (
+                f"{shown or 'a package'} has only source distributions whose file names uv "
+                "refuses (not PEP 625: .tar.bz2, .tgz, ...) at the cutoff"
+            )
         if self.kind == "network":
             return f"the package index was unreachable during {self.step}"
         if self.kind == "timeout":
@@ -152,6 +168,10 @@ def advice(kind: str) -> str:
         "resolve": "The dependencies conflict at the cutoff date. Add an override pinning the "
         "package named above, or check the cutoff.",
         "yanked": "A needed release was yanked after the cutoff and no earlier release exists.",
+        "sdist": "uv accepts source distributions only as .tar.gz or .zip (PEP 625), and the "
+        "package named above had nothing else at the cutoff on any interpreter or plan tried. "
+        "Install an older interpreter that it has wheels for (pyenv install 3.X), or add an "
+        "override (overrides.toml) whose plan leaves the package out.",
         "network": "The package index was unreachable. Check the network, or run with a warm "
         "uv cache and --offline.",
         "timeout": "A build step ran out of time: the machine may be overloaded, or a package "

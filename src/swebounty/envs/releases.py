@@ -9,6 +9,7 @@ cannot.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import subprocess
 from datetime import datetime
@@ -22,7 +23,7 @@ log = logging.getLogger(__name__)
 
 
 def release_uploads(
-    name: str, index: str = "https://pypi.org/simple"
+    name: str, index: str | None = None
 ) -> list[tuple[Version, datetime]] | None:
     """Every version of `name` with a file still on the index, with the time its first file was
     uploaded, oldest first (yanked ones included). None when the index cannot be read."""
@@ -41,11 +42,20 @@ def release_uploads(
     return sorted(first.items(), key=lambda item: item[1])
 
 
-def index_files(name: str, index: str) -> list[dict[str, Any]] | None:
+def default_index() -> str:
+    """The index uv resolves from: an explicit mirror the caller set (steps.py passes these two
+    variables to uv), else PyPI. Dates are read from the same index the lock comes from."""
+    for var in ("UV_DEFAULT_INDEX", "UV_INDEX_URL"):
+        if os.environ.get(var):
+            return os.environ[var]
+    return "https://pypi.org/simple"
+
+
+def index_files(name: str, index: str | None = None) -> list[dict[str, Any]] | None:
     """The files of `name`'s page on a PEP 691 (JSON) simple index; None if it cannot be read."""
     import httpx  # only on these rare paths: importing it costs ~0.1 s of every warm start
 
-    url = f"{index.rstrip('/')}/{canonicalize_name(name)}/"
+    url = f"{(index or default_index()).rstrip('/')}/{canonicalize_name(name)}/"
     try:
         resp = httpx.get(
             url,
@@ -64,7 +74,7 @@ def index_files(name: str, index: str) -> list[dict[str, Any]] | None:
     return [f for f in files if isinstance(f, dict)]
 
 
-def sdist_size(name: str, version: str, index: str = "https://pypi.org/simple") -> int | None:
+def sdist_size(name: str, version: str, index: str | None = None) -> int | None:
     """Bytes of the source distribution of `name` `version` on the index; None if unknown."""
     files = index_files(name, index)
     if files is None:
@@ -80,7 +90,7 @@ def sdist_size(name: str, version: str, index: str = "https://pypi.org/simple") 
 
 
 def newest_release_before(
-    name: str, cutoff: datetime, index: str = "https://pypi.org/simple"
+    name: str, cutoff: datetime, index: str | None = None
 ) -> str | None:
     """The newest version of `name` with a file uploaded before `cutoff`, yanked or not.
 
@@ -92,7 +102,7 @@ def newest_release_before(
 
 
 def first_release_after(
-    name: str, cutoff: datetime, index: str = "https://pypi.org/simple"
+    name: str, cutoff: datetime, index: str | None = None
 ) -> tuple[str, datetime] | None:
     """For a package with *no* release before `cutoff`: its oldest release still on the index
     and when it was uploaded; None when it has one before the cutoff, or none at all.

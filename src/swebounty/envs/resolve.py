@@ -63,7 +63,8 @@ def resolve_lock(
     The project is copied at `tmp/project`. With `shared`, each plan is tried at the spec's
     shared cutoff, then at its exact one (the commit may need a release of its own month),
     before the next, smaller plan. Raises the last StepFailed (its `plan` set) when nothing
-    resolves, or at once on a failure another plan would not fix (network, build, python).
+    resolves, or at once on a failure an older interpreter may fix before a smaller plan is
+    tried (build, python, sdist), or nothing here would (network).
     """
     last: StepFailed | None = None
     plans = spec.plans or [DepSet(label="no test dependencies")]
