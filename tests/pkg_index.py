@@ -76,7 +76,9 @@ class PackageIndex:
         files[f"{info}/WHEEL"] += "".join(f"Tag: {t}\n" for t in tags)
         if entry_points:
             files[f"{info}/entry_points.txt"] = entry_points
-        record = [f"{path},{_hash(text.encode())},{len(text.encode())}" for path, text in files.items()]
+        record = [
+            f"{path},{_hash(text.encode())},{len(text.encode())}" for path, text in files.items()
+        ]
         files[f"{info}/RECORD"] = "\n".join([*record, f"{info}/RECORD,,"]) + "\n"
         buf = io.BytesIO()
         with zipfile.ZipFile(buf, "w") as zf:
@@ -133,11 +135,11 @@ class PackageIndex:
             def log_message(self, *args: object) -> None:  # quiet: pytest shows failures
                 pass
 
-            def do_HEAD(self) -> None:  # noqa: N802 (http.server's name)
+            def do_HEAD(self) -> None:
                 self.head_only = True
                 self.do_GET()
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 parts = [p for p in self.path.split("?")[0].split("/") if p]
                 if parts[:1] == ["files"] and len(parts) == 2:
                     path = index.root / "files" / parts[1]
@@ -148,9 +150,7 @@ class PackageIndex:
                     json_wanted = "json" in self.headers.get("Accept", "")
                     page = index._page(parts[1] if len(parts) == 2 else None, base, json_wanted)
                     if page is not None:
-                        kind = (
-                            "application/vnd.pypi.simple.v1+json" if json_wanted else "text/html"
-                        )
+                        kind = "application/vnd.pypi.simple.v1+json" if json_wanted else "text/html"
                         return self._send(page.encode(), kind)
                 self.send_error(404)
 

@@ -22,9 +22,7 @@ from packaging.version import InvalidVersion, Version
 log = logging.getLogger(__name__)
 
 
-def release_uploads(
-    name: str, index: str | None = None
-) -> list[tuple[Version, datetime]] | None:
+def release_uploads(name: str, index: str | None = None) -> list[tuple[Version, datetime]] | None:
     """Every version of `name` with a file still on the index, with the time its first file was
     uploaded, oldest first (yanked ones included). None when the index cannot be read."""
     files = index_files(name, index)
@@ -89,9 +87,7 @@ def sdist_size(name: str, version: str, index: str | None = None) -> int | None:
     return None
 
 
-def newest_release_before(
-    name: str, cutoff: datetime, index: str | None = None
-) -> str | None:
+def newest_release_before(name: str, cutoff: datetime, index: str | None = None) -> str | None:
     """The newest version of `name` with a file uploaded before `cutoff`, yanked or not.
 
     Used when every release available at the cutoff has since been yanked: an exact pin of a
