@@ -31,7 +31,7 @@ from typing import Any
 
 import uv as uv_package
 
-from swebounty.envs import buildcopy
+from swebounty.envs import buildcopy, prune
 from swebounty.envs.cache import (
     FAILED,
     READY,
@@ -45,6 +45,7 @@ from swebounty.envs.environment import install_env, read_environment
 from swebounty.envs.failures import StepFailed, advice
 from swebounty.envs.interpreters import Interpreter, find
 from swebounty.envs.models import EnvBuildError, Environment, ResolvedSpec
+from swebounty.envs.prune import MAX_DROPS
 from swebounty.envs.resolve import resolve_lock, wheels_only_older
 from swebounty.envs.steps import Uv, isolated_env, lock_allowances, log_tail, pinned
 from swebounty.envs.tasklayer import (
@@ -211,9 +212,10 @@ class Builder:
                 )
                 pristine = project_files(tmp / "project")
             first_plan, plans = 0, max(1, len(spec.plans))
+            walking = spec.model_copy(update={"plans": list(spec.plans)})
             while True:
                 outcome = self._walk_interpreters(
-                    spec,
+                    walking,
                     candidates,
                     tmp,
                     sdir,
@@ -228,14 +230,24 @@ class Builder:
                     outcome["build_seconds"] = round(time.monotonic() - started, 2)
                     return self._save(spec_key, spec, outcome)
                 last = outcome
+                if last.kind not in _OLDER_MAY_FIX or last.step == "install the project":
+                    break
+                # A line of the plan that builds on no interpreter is dropped alone (prune.py)
+                # and the plan tried again; the project itself is in every plan.
+                if last.plan is not None and walking.plans:
+                    plan = walking.plans[last.plan]
+                    line = prune.at_fault(plan, last)
+                    if line and len(spec.plans[last.plan].lines) - len(plan.lines) < MAX_DROPS:
+                        walking.plans[last.plan] = prune.without(plan, [line], last.describe())
+                        first_plan = last.plan
+                        why.append(
+                            f"plan {last.plan + 1}: `{line}` fails on every interpreter "
+                            f"({last.describe()}): dropped alone, the rest of the plan kept"
+                        )
+                        continue
                 # A package that builds on no interpreter may come from an extra: the next,
-                # smaller plan goes without it. The project itself is in every plan.
-                if (
-                    last.kind not in _OLDER_MAY_FIX
-                    or last.step == "install the project"
-                    or last.plan is None
-                    or last.plan + 1 >= plans
-                ):
+                # smaller plan goes without it.
+                if last.plan is None or last.plan + 1 >= plans:
                     break
                 first_plan = last.plan + 1
                 why.append(

@@ -42,7 +42,9 @@ _NAME = r"[A-Za-z0-9][A-Za-z0-9._-]*"
 _YANKED = re.compile(rf"({_NAME})(?:[<>=!~]=?[\w.*]+)? was yanked")
 _BUILT = re.compile(r"Failed to (?:download and )?(?:build|prepare metadata for) `([^`]+)`")
 _NEEDS_PYTHON = re.compile(rf"and ({_NAME}(?:==\S+)?) depends on Python")
-_NO_VERSIONS = re.compile(rf"there (?:are|is) no versions? of ({_NAME})")
+_NO_VERSIONS = re.compile(
+    rf"there (?:are|is) no versions? of ({_NAME})|({_NAME}) was not found in the package registry"
+)
 _FILTERED = re.compile(rf"`({_NAME})` was filtered by `exclude-newer`")
 _SDIST = re.compile(
     rf"(?:all versions of |\b)({_NAME})(?:[<>=!~]=?[\w.*]+)? (?:has|have) a non-PEP 625-compliant"
@@ -88,7 +90,8 @@ class StepFailed(Exception):
     @property
     def unreleased(self) -> list[str]:
         """Packages the resolver found no version of (none before the cutoff, or none at all)."""
-        return sorted({canonicalize_name(m) for m in _NO_VERSIONS.findall(self.output)})
+        found = _NO_VERSIONS.findall(self.output)
+        return sorted({canonicalize_name(a or b) for a, b in found})
 
     @property
     def package(self) -> str | None:
@@ -106,7 +109,7 @@ class StepFailed(Exception):
         found = pattern.search(self.output) if pattern else None
         if found is None:
             return None
-        name = found.group(1).split(" @ ")[0].strip()
+        name = next(g for g in found.groups() if g).split(" @ ")[0].strip()
         return name
 
     def describe(self) -> str:

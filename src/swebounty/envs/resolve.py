@@ -15,6 +15,7 @@ Also here: the check for packages that have wheels for an older interpreter only
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import NamedTuple
@@ -23,6 +24,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
+from swebounty.envs import prune
 from swebounty.envs.companions import import_roots, is_companion
 from swebounty.envs.failures import StepFailed
 from swebounty.envs.interpreters import Interpreter, first_release
@@ -32,7 +34,7 @@ from swebounty.envs.steps import Uv, no_wheels, pinned, strip_project, with_allo
 
 # A resolution that keeps finding newly yanked or unreleased packages stops after this many
 # rounds of exceptions.
-MAX_ROUNDS = 5
+MAX_ROUNDS = 5 + prune.MAX_DROPS
 # How long after an interpreter's first release its tools count as of its time: its first year,
 # once the tools had caught up with it. Not sooner: setuptools 34-35 (early 2017) imported a
 # top-level `six`, and a 2012 project's vendored six, registered as `six.moves`, broke them.
@@ -81,6 +83,7 @@ def resolve_lock(
             allow, constraints, tools_cutoff = dict(tools[0]), tools[1], tools[2]
             pins: list[str] = []
             notes: list[str] = []
+            plan = plans[index]  # less the lines that resolve at no cutoff on their own
             for _ in range(MAX_ROUNDS):
                 lines = []
                 if spec.install_project:
@@ -115,6 +118,18 @@ def resolve_lock(
                         allow.update(later)
                         notes += [f"{n}: no release before the cutoff, its oldest" for n in later]
                         continue
+                    # At the exact cutoff only: the month's releases may satisfy a line that
+                    # the shared cutoff cannot.
+                    dropped = len(plans[index].lines) - len(plan.lines)
+                    alone = functools.partial(
+                        resolves_alone, uvr, interp, tmp, cutoff, allow, tools_cutoff, constraints
+                    )
+                    if cutoff == cutoffs[-1] and dropped < prune.MAX_DROPS:
+                        gone = prune.unresolvable(plan.lines, exc, alone)
+                        if gone:
+                            gone = gone[: prune.MAX_DROPS - dropped]
+                            plan = prune.without(plan, gone, "nothing at the cutoff satisfies it")
+                            continue
                     if exc.kind in ("resolve", "yanked", "other"):
                         break  # a later cutoff or the next, smaller plan may resolve
                     raise
@@ -132,6 +147,35 @@ def resolve_lock(
                 return Resolution(lock, label, cutoff, index)
     assert last is not None
     raise last
+
+
+def resolves_alone(
+    uvr: Uv,
+    interp: Interpreter,
+    tmp: Path,
+    cutoff: datetime | None,
+    allow: dict[str, datetime],
+    tools_cutoff: datetime | None,
+    constraints: list[str],
+    line: str,
+) -> bool:
+    """Whether one requirement line resolves by itself at `cutoff` (prune.py's test of a line
+    that nothing on the index can satisfy). When the index cannot tell, it is kept."""
+    single = tmp / "alone.in"
+    single.write_text(line + "\n", encoding="utf-8")
+    try:
+        uvr.compile(
+            interp.executable,
+            single,
+            cutoff,
+            cwd=tmp,
+            allow=allow,
+            tools_cutoff=tools_cutoff,
+            constraints=constraints,
+        )
+    except StepFailed as exc:
+        return exc.kind in ("network", "timeout")
+    return True
 
 
 class MonthRelease(NamedTuple):
