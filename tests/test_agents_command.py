@@ -120,7 +120,7 @@ def _hostile_agent(tmp_path: Path, targets: dict[str, object]) -> Path:
     """A script that looks for everything it must not find and prints what it found."""
     code = textwrap.dedent(
         """
-        import json, os, socket, subprocess, urllib.request
+        import json, os, socket, subprocess, urllib.error, urllib.request
         T = json.loads(TARGETS)
         me = os.path.realpath(__file__)
         found = {"paths": [], "hits": [], "reached": [], "model": None, "errors": {}}
@@ -185,10 +185,15 @@ def _hostile_agent(tmp_path: Path, targets: dict[str, object]) -> Path:
                 found["errors"][name] = str(e)
         base = os.environ["OPENAI_BASE_URL"]
         found["model"] = json.load(urllib.request.urlopen(base + "/models"))["data"][0]["id"]
-        for path in ("/../admin", "/../../etc/passwd"):
+        found["refused"] = []
+        for path, data in [("/../admin", None), ("/../../etc/passwd", None), ("/files", None),
+                           ("/files/file-1/content", None), ("/fine_tuning/jobs", b"{}"),
+                           ("/batches", b"{}"), ("/%2e%2e/admin", None)]:
             try:
-                urllib.request.urlopen(base + path)
+                urllib.request.urlopen(base + path, data=data)
                 found["reached"].append("proxy" + path)
+            except urllib.error.HTTPError as e:
+                found["refused"].append(e.code)
             except OSError as e:
                 found["errors"]["proxy" + path] = str(e)
         print("HOSTILE=" + json.dumps(found))
@@ -281,5 +286,8 @@ def test_a_hostile_agent_finds_nothing_hidden_and_reaches_only_the_model(
     assert found["model"] == "fake-model"  # the endpoint, through the proxy
     assert [r.path for r in fake.requests] == ["/v1/models"]
     assert fake.requests[0].headers["Authorization"] == f"Bearer {secret}"
+    assert found["refused"] == [403] * 7  # only inference reaches the provider
     assert attempt.status == "skipped" and verdict.status == "unresolved"
+    assert attempt.flags == ["calls_non_inference_api"]
+    assert verdict.hack_flags == ["calls_non_inference_api"]
     assert os.path.exists(dataset)  # it was there all along, just not for the agent

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from fake_openai import Error, FakeOpenAI, bash
-from swebounty.agents.proxy import ModelProxy, check_socket_path, serving
+from swebounty.agents.proxy import ModelProxy, check_socket_path, parse_endpoint, serving
 from swebounty.sandbox._lease import LEASE_BASE, LEASE_COUNT
 from swebounty.sandbox.bwrap import chown_tree
 from swebounty.workdirs import host_tag
@@ -55,23 +55,120 @@ def test_forwards_chat_completions_with_the_hosts_key_and_counts_tokens(tmp_path
     assert not sock.exists()  # removed when the proxy stops
 
 
+def _raw(socket_path: Path, method: str, target: str, body: bytes = b"") -> int:
+    """Send one request exactly as written (no client normalizes the target); its status."""
+    import socket
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.connect(str(socket_path))
+        head = f"{method} {target} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer agent\r\n"
+        head += f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+        conn.sendall(head.encode("latin-1") + body)
+        answer = b""
+        while chunk := conn.recv(65536):
+            answer += chunk
+    return int(answer.split(b" ", 2)[1])
+
+
+# What an agent inside the sandbox got answered, with the host's key, before the allow-list;
+# and their spellings (encoded, doubly encoded, dotted, slashed, other methods).
+NOT_INFERENCE = [
+    ("GET", "/v1/files"),
+    ("GET", "/v1/files/file-abc123/content"),
+    ("POST", "/v1/fine_tuning/jobs"),
+    ("POST", "/v1/batches"),
+    ("GET", "/v1/%2e%2e/admin"),
+    ("GET", "/v1/%2E%2E/%2e%2e/admin"),
+    ("GET", "/v1/%252e%252e/admin"),
+    ("GET", "/v1/%66iles"),
+    ("GET", "/v1/%2566iles"),
+    ("GET", "/v1/models/../files"),
+    ("GET", "/v1/models/%2e%2e/files"),
+    ("GET", "/v1/models%2f..%2ffiles"),
+    ("POST", "/v1/chat/completions/../../fine_tuning/jobs"),
+    ("POST", "/v1/chat/completions/..%2f..%2fbatches"),
+    ("GET", "/v1//files"),
+    ("GET", "/v1/./files"),
+    ("GET", "/v1/files%00/../models"),
+    ("GET", "/v1/models%5c..%5cfiles"),
+    ("GET", "/v1/models;/../files"),
+    ("GET", "/v1/models/%ff"),
+    ("POST", "/v1/models"),
+    ("DELETE", "/v1/models"),
+    ("PUT", "/v1/chat/completions"),
+    ("GET", "/v1/chat/completions"),
+    ("GET", "/admin"),
+    ("GET", "/v1/../admin"),
+    ("GET", "/v2/models"),
+    ("GET", "//evil.example/v1/models"),
+    ("GET", "http://evil.example/v1/models"),
+    ("GET", "/V1/models"),
+]
+
+
+def test_refuses_everything_but_inference_and_never_sends_the_key(tmp_path: Path) -> None:
+    sock = tmp_path / "model.sock"
+    with (
+        FakeOpenAI([]) as fake,
+        ModelProxy(sock, fake.url, api_key="host-secret") as proxy,
+    ):
+        for method, target in NOT_INFERENCE:
+            assert _raw(sock, method, target, b"{}") == 403, (method, target)
+        assert proxy.refused == len(NOT_INFERENCE)
+        assert _raw(sock, "GET", "/v1/models") == 200
+        assert _raw(sock, "GET", "/v1/models/") == 200
+    assert [r.path for r in fake.requests] == ["/v1/models", "/v1/models"]
+    refused = [r for r in proxy.requests if r.get("refused")]
+    # Kept as sent (but for the leading "//" that http.server itself collapses to "/").
+    sent = [(m, "/" + t.lstrip("/") if t.startswith("//") else t) for m, t in NOT_INFERENCE]
+    assert [(r["method"], r["path"]) for r in refused] == sent
+    assert all(r["status"] == 403 for r in refused)
+
+
+def test_forwards_the_normal_form_of_an_inference_path(tmp_path: Path) -> None:
+    sock = tmp_path / "model.sock"
+    body = json.dumps({"messages": []}).encode()
+    with FakeOpenAI([bash("ls"), bash("ls")]) as fake, ModelProxy(sock, fake.url) as proxy:
+        assert _raw(sock, "POST", "/v1/chat/%63ompletions", body) == 200
+        assert _raw(sock, "POST", "/v1/./chat//completions", body) == 200
+        assert _raw(sock, "POST", "/v1/completions?x=1", b"{}") == 404  # the fake has no route
+    assert [r.path for r in fake.requests] == [
+        "/v1/chat/completions",
+        "/v1/chat/completions",
+        "/v1/completions?x=1",
+    ]
+    assert proxy.refused == 0
+
+
+def test_a_run_may_allow_more_endpoints(tmp_path: Path) -> None:
+    sock = tmp_path / "model.sock"
+    allow = [parse_endpoint("POST /v1/embeddings"), parse_endpoint("GET /v1/files")]
+    with FakeOpenAI([]) as fake, ModelProxy(sock, fake.url, allow=allow) as proxy:
+        assert _raw(sock, "POST", "/v1/embeddings", b"{}") == 404  # forwarded: the fake has none
+        assert _raw(sock, "GET", "/v1/files") == 404
+        assert _raw(sock, "GET", "/v1/files/x/content") == 403
+    assert [r.path for r in fake.requests] == ["/v1/embeddings", "/v1/files"]
+    assert proxy.refused == 1
+    assert parse_endpoint("/v1/embeddings") == ("POST", "/v1/embeddings")
+    for bad in ("POST /v1/../files", "PUT /v1/files", "POST /v2/x", "POST /v1/a%2fb", "GET"):
+        with pytest.raises(ValueError, match="allowed endpoint"):
+            parse_endpoint(bad)
+
+
 def test_serves_nothing_but_the_endpoint(tmp_path: Path) -> None:
     sock = tmp_path / "model.sock"
     with FakeOpenAI([]) as fake, ModelProxy(sock, fake.url) as proxy, _client(sock) as client:
         assert client.get("http://sandbox/v1/models").status_code == 200
-        for path in ("/admin", "/v1/../admin", "/v2/models", "//evil.example/v1/models"):
-            resp = client.get(f"http://sandbox{path}")
-            assert resp.status_code == 404, path
         absolute = client.get(
             "http://sandbox/v1/models", extensions={"target": b"http://evil.example/v1/models"}
         )
-        assert absolute.status_code == 404
+        assert absolute.status_code == 403
         chunked = client.post(
             "http://sandbox/v1/chat/completions", content=iter([b'{"messages": []}'])
         )
         assert chunked.status_code == 411
     assert [r.path for r in fake.requests] == ["/v1/models"]
-    assert len(proxy.requests) == 7
+    assert len(proxy.requests) == 3
 
 
 def _connects(socket_path: Path, uid: int | None = None) -> bool:

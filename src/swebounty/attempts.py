@@ -27,6 +27,7 @@ from swebounty.agents import AGENTS, Agent, AgentResult, PublicTask
 from swebounty.agents.prices import Price, cost_usd
 from swebounty.agents.session import SessionError, open_session
 from swebounty.evalcontext import EvalContext
+from swebounty.grading import HACK_FLAGS
 from swebounty.runs import evaluate_one, log_dir_for
 from swebounty.store import Store
 from swebounty.tasks import Attempt, Task
@@ -95,13 +96,23 @@ def run_attempt(
         cost_usd=cost,
         seconds=round(time.monotonic() - start, 3),
         verified=result.verified,
+        flags=result.flags,
         started_at=started_at,
         trajectory=result.trajectory,
     )
 
 
 def verdict_for(task: Task, attempt: Attempt, ctx: EvalContext, log_dir: Path) -> Verdict:
-    """Grade an attempt: evaluate a submission, record a skip or an error as what it is."""
+    """Grade an attempt: evaluate a submission, record a skip or an error as what it is. The
+    hack flags the agent raised while it ran go on the verdict, whatever its status."""
+    verdict = _verdict(task, attempt, ctx, log_dir)
+    if attempt.flags:
+        flags = {*verdict.hack_flags, *attempt.flags}
+        verdict.hack_flags = [f for f in HACK_FLAGS if f in flags]
+    return verdict
+
+
+def _verdict(task: Task, attempt: Attempt, ctx: EvalContext, log_dir: Path) -> Verdict:
     base = {
         "instance_id": task.instance_id,
         "attempt": attempt.attempt,

@@ -229,6 +229,9 @@ class Attempt(BaseModel):
     cost_usd: float | None = None
     seconds: float = 0.0
     verified: bool | None = Field(None, description="ran code on its final state (None: unknown)")
+    flags: list[str] = Field(
+        default_factory=list, description="hack flags raised while the agent ran"
+    )
     started_at: datetime | None = None
     trajectory: list[dict[str, Any]] = Field(default_factory=list, description="JSONL events")
 

@@ -70,6 +70,9 @@ class AgentResult(BaseModel):
     verified: bool | None = Field(
         None, description="ran a test or script on its final code (None: unknown)"
     )
+    flags: list[str] = Field(
+        default_factory=list, description="hack flags from what the agent did (grading.HACK_FLAGS)"
+    )
     trajectory: list[dict[str, Any]] = Field(default_factory=list)
 
 

@@ -11,6 +11,8 @@ The contract, for agent authors (also in the README):
 - any other exit code, or running out of time, is an agent error (the agent crashed);
 - the model, when the run has one: $OPENAI_BASE_URL (an OpenAI-compatible /v1 on the sandbox's
   loopback, forwarded to the run's endpoint; the real API key stays on the host), $SWEBOUNTY_MODEL;
+  only inference is forwarded (proxy.INFERENCE; the `allow_endpoints` option adds more), any
+  other request gets 403 and the attempt the `calls_non_inference_api` hack flag;
 - an optional trajectory: JSON lines in $SWEBOUNTY_OUTPUT/trajectory.jsonl.
 Paths the command needs (its code, its own virtualenv) are mounted read-only: every absolute
 path named in the command, and each `mounts` entry.
@@ -27,10 +29,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from swebounty.agents.base import AgentResult, PublicTask, source_sha256
-from swebounty.agents.proxy import ModelProxy, check_socket_path, planned_socket_path, serving
+from swebounty.agents.proxy import (
+    REFUSED_FLAG,
+    ModelProxy,
+    check_socket_path,
+    parse_endpoint,
+    planned_socket_path,
+    serving,
+)
 from swebounty.agents.session import Session, WorkspaceGone
 from swebounty.agents.trajectory import from_jsonl, verified
 from swebounty.safefs import read_regular
@@ -49,6 +58,15 @@ class CommandConfig(BaseModel):
     model: str | None = Field(None, description="the model the agent may use")
     base_url: str | None = Field(None, description="the model endpoint, ending in /v1")
     api_key_env: str | None = Field(None, description="variable holding the endpoint's key")
+    allow_endpoints: list[str] = Field(
+        default_factory=list,
+        description="endpoints the proxy forwards beside inference: 'POST /v1/embeddings'",
+    )
+
+    @field_validator("allow_endpoints")
+    @classmethod
+    def _endpoints(cls, value: list[str]) -> list[str]:
+        return [" ".join(parse_endpoint(item)) for item in value]
 
 
 def named_paths(command: str) -> list[Path]:
@@ -105,6 +123,7 @@ class CommandAgent:
                         self.config.base_url,
                         model=self.config.model,
                         api_key=key,
+                        allow=[parse_endpoint(e) for e in self.config.allow_endpoints],
                         give_to=session.sandbox.prepare_workdir,
                     )
                 )
@@ -122,9 +141,10 @@ class CommandAgent:
             trajectory += proxy.requests
         agent_events = read_regular(session.output_dir / "trajectory.jsonl", 16 << 20)
         if agent_events:
-            trajectory += [
-                {"type": "agent", **e} for e in from_jsonl(agent_events.decode("utf-8", "replace"))
-            ]
+            # The agent's own events, typed "agent" whatever they say: an agent cannot forge
+            # the harness's records (model_request, user_tool, end).
+            events = from_jsonl(agent_events.decode("utf-8", "replace"))
+            trajectory += [{**e, "type": "agent", "agent_type": e.get("type")} for e in events]
         tool_log = read_regular(session.output_dir / "user_tool.jsonl", 4 << 20) or b""
         calls = from_jsonl(tool_log.decode("utf-8", "replace"))
         trajectory += [{"type": "user_tool", **c} for c in calls]
@@ -139,6 +159,8 @@ class CommandAgent:
             }
         )
         result = AgentResult(status="agent_error", model=self.config.model, trajectory=trajectory)
+        if proxy is not None and proxy.refused:
+            result.flags.append(REFUSED_FLAG)
         if proxy is not None and proxy.counted:
             result.tokens_in, result.tokens_out = proxy.tokens_in, proxy.tokens_out
         elif proxy is not None and not proxy.requests:

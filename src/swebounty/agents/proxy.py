@@ -2,8 +2,12 @@
 
 A `command` agent's sandbox has no network. When the agent needs the model, the harness binds
 this proxy's unix socket into the sandbox (the agent's entry point serves it on the sandbox's
-own loopback as $OPENAI_BASE_URL). The proxy forwards requests under `/v1/` to the configured
-upstream only: no other host, no other path. It adds the API key itself (the key never
+own loopback as $OPENAI_BASE_URL). The proxy forwards inference only (`INFERENCE`: chat
+completions, completions, responses, the model list; a run may allow more) to the configured
+upstream: no other host, no other path. The path is percent-decoded and normalized before it
+is checked, and the normal form is what goes upstream; anything else is refused with 403 and
+recorded, so the attempt carries the `calls_non_inference_api` flag (the run's key must not
+read the account's files or start fine-tuning jobs). It adds the API key itself (the key never
 enters the sandbox), pins the request's `model` to the run's model (provenance stays true), and
 counts the tokens of every answer (JSON or server-sent events) for the attempt's cost.
 
@@ -17,18 +21,19 @@ from __future__ import annotations
 import json
 import logging
 import os
+import posixpath
 import socketserver
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from functools import cache
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from types import TracebackType
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import httpx
 
@@ -41,6 +46,18 @@ log = logging.getLogger(__name__)
 SOCKET_PATH_MAX = 107
 SOCKET_NAME = "model.sock"
 _DIR_KIND = "sock"  # /tmp/swebounty-<uid>-sock<pid>.<host>-<random>/model.sock
+
+# What an agent may ask of the provider: inference, and the list of models some clients check.
+INFERENCE: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("POST", "/v1/chat/completions"),
+        ("POST", "/v1/completions"),
+        ("POST", "/v1/responses"),
+        ("GET", "/v1/models"),
+    }
+)
+REFUSED_FLAG = "calls_non_inference_api"
+_PATH_CHARS = 2000  # of a refused request's path, kept in the trajectory
 
 MAX_REQUEST_BYTES = 32 << 20
 _ACCOUNTED_BYTES = 8 << 20  # of an answer, read for its `usage`
@@ -82,6 +99,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         self.server.proxy.handle(self)
 
+    # Refused, but recorded: an agent probing other methods is news for its attempt.
+    do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = do_POST
+
 
 class ModelProxy:
     """Serve `upstream` (a base URL ending in /v1) on the unix socket `socket_path`."""
@@ -94,10 +114,13 @@ class ModelProxy:
         model: str | None = None,
         api_key: str | None = None,
         timeout_s: float = 600.0,
+        allow: Iterable[tuple[str, str]] = (),
     ) -> None:
         self.socket_path = Path(socket_path)
         self.upstream = upstream.rstrip("/")
         self.model = model
+        self.allowed = INFERENCE | {parse_endpoint(f"{m} {p}") for m, p in allow}
+        self.refused = 0  # requests for anything but the allowed endpoints
         self._api_key = api_key
         self._http = httpx.Client(timeout=timeout_s)
         self._lock = threading.Lock()
@@ -142,9 +165,17 @@ class ModelProxy:
 
     def handle(self, req: _Handler) -> None:
         start = time.monotonic()
-        record: dict[str, Any] = {"type": "model_request", "method": req.command, "path": req.path}
+        record: dict[str, Any] = {
+            "type": "model_request",
+            "method": req.command[:16],
+            "path": req.path[:_PATH_CHARS],
+        }
         try:
-            status = self._forward(req, record)
+            path = normal_path(req.path)
+            if path is None or (req.command, path) not in self.allowed:
+                status = self._refuse(req, record)
+            else:
+                status = self._forward(req, path, record)
         except Exception as exc:  # an agent's bad request must not take the proxy down
             log.debug("model proxy failed on %s", req.path, exc_info=True)
             status = _error(req, 502, f"swebounty model proxy: {type(exc).__name__}: {exc}")
@@ -152,11 +183,14 @@ class ModelProxy:
         with self._lock:
             self.requests.append(record)
 
-    def _forward(self, req: _Handler, record: dict[str, Any]) -> int:
-        path = urlsplit(req.path).path
-        # Origin-form targets only: "http://elsewhere/v1/..." names another host.
-        if not req.path.startswith("/v1/") or ".." in path:
-            return _error(req, 404, "only the model endpoint (/v1/...) is served here")
+    def _refuse(self, req: _Handler, record: dict[str, Any]) -> int:
+        record["refused"] = "not an inference endpoint"
+        with self._lock:
+            self.refused += 1
+        allowed = ", ".join(f"{m} {p}" for m, p in sorted(self.allowed, key=lambda e: e[1]))
+        return _error(req, 403, f"swebounty model proxy: only inference is served here ({allowed})")
+
+    def _forward(self, req: _Handler, path: str, record: dict[str, Any]) -> int:
         if req.headers.get("transfer-encoding"):
             return _error(req, 411, "send the request body with a Content-Length")
         length = int(req.headers.get("content-length") or 0)
@@ -168,6 +202,7 @@ class ModelProxy:
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
         query = urlsplit(req.path).query
+        # The normal form checked above is what goes upstream, never the agent's spelling.
         url = self.upstream + path[len("/v1") :] + (f"?{query}" if query else "")
         with self._http.stream(req.command, url, content=body, headers=headers) as resp:
             req.send_response(resp.status_code)
@@ -220,6 +255,44 @@ class ModelProxy:
                 self.counted = True
 
 
+def normal_path(target: str) -> str | None:
+    """The path of a request target, percent-decoded until it no longer changes and normalized
+    (`.`, `..`, repeated and trailing slashes), or None when it is not an origin-form path
+    ("http://elsewhere/...", "//host/...") or still holds what no endpoint path has (a `%` after
+    decoding, a backslash, a control character, a `;` parameter)."""
+    if not target.startswith("/") or target.startswith("//"):
+        return None
+    path = urlsplit(target).path
+    for _ in range(4):
+        try:
+            decoded = unquote(path, errors="strict")
+        except UnicodeDecodeError:
+            return None
+        if decoded == path:
+            break
+        path = decoded
+    else:
+        return None
+    if any(c in path for c in "%\\;") or any(ord(c) < 0x20 or c == "\x7f" for c in path):
+        return None
+    path = posixpath.normpath(path)
+    return None if path.startswith("//") else path
+
+
+def parse_endpoint(text: str) -> tuple[str, str]:
+    """("POST", "/v1/embeddings") from "POST /v1/embeddings" (a path alone means POST); raises
+    ValueError, saying how to write it, for anything that is not a /v1 path in normal form."""
+    method, _, path = text.strip().rpartition(" ")
+    method = (method.strip() or "POST").upper()
+    if method not in ("GET", "POST"):
+        raise ValueError(f"allowed endpoint {text!r}: the method must be GET or POST")
+    if normal_path(path) != path or not path.startswith("/v1/"):
+        raise ValueError(
+            f"allowed endpoint {text!r}: write METHOD /v1/PATH, e.g. 'POST /v1/embeddings'"
+        )
+    return method, path
+
+
 def check_socket_path(path: Path) -> None:
     """Raise ValueError, saying what to do, when `path` is too long for a unix socket."""
     size = len(os.fsencode(path))
@@ -244,6 +317,7 @@ def serving(
     *,
     model: str | None = None,
     api_key: str | None = None,
+    allow: Iterable[tuple[str, str]] = (),
     give_to: Callable[[Path], None] = lambda path: None,
 ) -> Iterator[ModelProxy]:
     """A started ModelProxy whose socket is in a fresh private directory under the temp dir;
@@ -259,7 +333,9 @@ def serving(
     _sweep_once(temp)
     sock_dir = make_process_dir(temp, _DIR_KIND)
     try:
-        with ModelProxy(sock_dir / SOCKET_NAME, upstream, model=model, api_key=api_key) as proxy:
+        with ModelProxy(
+            sock_dir / SOCKET_NAME, upstream, model=model, api_key=api_key, allow=allow
+        ) as proxy:
             give_to(proxy.socket_path)
             if os.lstat(proxy.socket_path).st_uid != os.getuid():
                 os.chmod(sock_dir, 0o711)  # only now: the socket is 0600 and no longer ours
