@@ -54,7 +54,7 @@ def test_git_only_collects_the_expected_candidates(widget: WidgetRepo, tmp_path:
         "acme__widget-10": "filter:error_message_only",
     }
     assert rejects["acme__widget-3"][1] == "no test change"
-    assert rejects["acme__widget-4"][1] == "no code change"
+    assert rejects["acme__widget-4"][1] == "no code change (only tests, docs or packaging)"
     assert summary.candidates == 8 and summary.fixes == 13
     by_id = {t.instance_id: t for t in tasks}
     pr1 = by_id["acme__widget-1"]

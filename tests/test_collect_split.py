@@ -33,6 +33,17 @@ from swebounty.collect.split import SplitRules, diff_lines, files_in, split_diff
         ("CHANGELOG.md", "other"),
         ("changelog.d/123.change.md", "other"),
         ("pyproject.toml", "other"),
+        # docs, examples, CI and packaging scripts are not the library
+        ("docs/conf.py", "other"),
+        ("doc/source/ext/plugin.py", "other"),
+        ("examples/demo.py", "other"),
+        (".github/scripts/release.py", "other"),
+        ("setup.py", "other"),
+        ("noxfile.py", "other"),
+        ("scripts/bump.py", "other"),
+        # ... but only at the root: a module called setup.py or tasks.py inside a package is code
+        ("pkg/setup.py", "code"),
+        ("src/celery/app/tasks.py", "code"),
     ],
 )
 def test_default_rules(path: str, kind: str) -> None:
@@ -99,11 +110,18 @@ def test_rejections(tmp_path: Path) -> None:
     only_code = split_diff(_diff(tmp_path / "1", {"src/a.py": b"a = 3\n"}))
     assert only_code.rejection == "no test change"
     only_tests = split_diff(_diff(tmp_path / "2", {"tests/test_b.py": b"def test(): pass\n"}))
-    assert only_tests.rejection == "no code change"
+    assert only_tests.rejection == "no code change (only tests, docs or packaging)"
     docs_and_tests = split_diff(
         _diff(tmp_path / "3", {"tests/test_b.py": b"x = 1\n", "README": b"y\n"})
     )
-    assert docs_and_tests.rejection == "no code change"
+    assert docs_and_tests.rejection == "no code change (only tests, docs or packaging)"
+    packaging_docs_and_tests = split_diff(
+        _diff(
+            tmp_path / "4",
+            {"tests/test_b.py": b"x = 1\n", "setup.py": b"v = 2\n", "docs/conf.py": b"z\n"},
+        )
+    )
+    assert packaging_docs_and_tests.rejection == "no code change (only tests, docs or packaging)"
 
 
 def test_empty_diff() -> None:

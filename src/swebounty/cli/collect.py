@@ -1,4 +1,4 @@
-"""Commands `collect`, `validate`, `seal` and `verify-seal`; `register(app)` mounts them."""
+"""Commands `collect` and `validate` (and cli/seal.py's); `register(app)` mounts them."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from swebounty.cli import seal
 from swebounty.cli._common import (
     AddressOpt,
     CacheOpt,
@@ -55,8 +56,21 @@ def _progress(quiet: bool = False) -> Progress:
 
 
 def collect_cmd(
-    repos: Annotated[list[str], typer.Argument(help="clone paths (git-only), or owner/name")],
     since: Annotated[str, typer.Option(help="keep fixes and issues created on or after")],
+    repos: Annotated[
+        list[str] | None, typer.Argument(help="clone paths (git-only), or owner/name")
+    ] = None,
+    repo_list: Annotated[
+        Path | None,
+        typer.Option(
+            "--repos",
+            help="a file naming one repository a line: owner/name (clone in --repos-dir) "
+            "or owner/name=CLONE",
+        ),
+    ] = None,
+    repos_dir: Annotated[
+        Path | None, typer.Option(help="folder of clones named owner__name, for --repos")
+    ] = None,
     output: Annotated[Path, typer.Option("-o", "--output", help="candidates JSONL")] = Path(
         "candidates.jsonl"
     ),
@@ -115,9 +129,13 @@ def collect_cmd(
     end = parse_date(until, "--until") if until else None
     if end is not None and end <= start:
         raise fail("--until must be after --since")
+    if not repos and repo_list is None:
+        raise fail("name the repositories: clone paths or owner/name, or --repos FILE")
     try:
-        sources = [parse_repo_arg(r, repo_path, git_only=git_only) for r in repos]
-    except (GitError, ValueError) as exc:
+        sources = [parse_repo_arg(r, repo_path, git_only=git_only) for r in repos or []]
+        if repo_list is not None:
+            sources += _listed_sources(repo_list, repos_dir, git_only=git_only)
+    except (GitError, ValueError, OSError) as exc:
         raise fail(str(exc)) from None
     rules = SplitRules()
     rules.test_globs += list(test_pattern or [])
@@ -142,13 +160,25 @@ def collect_cmd(
         _collect_picks(sources, options, output, client)
         return
     with _progress(quiet) as bars:
-        bar = bars.add_task("collect", total=None, last="")
+        repo_bar = bars.add_task("repositories", total=len(sources), last="")
+        bar = bars.add_task("fixes", total=None, last="")
 
         def on_fix(iid: str, outcome: str) -> None:
             bars.update(bar, advance=1, last=f"{iid}: {outcome}"[:70])
 
+        def on_repo(repo: str, outcome: str) -> None:
+            bars.update(repo_bar, advance=1, last=f"{repo}: {outcome}"[:70])
+
         try:
-            summary = collect(sources, options, output, client=client, on_fix=on_fix, fresh=fresh)
+            summary = collect(
+                sources,
+                options,
+                output,
+                client=client,
+                on_fix=on_fix,
+                on_repo=on_repo,
+                fresh=fresh,
+            )
         except (GitHubError, GitError) as exc:
             partial = output.with_name(output.name + ".partial")
             raise fail(
@@ -167,6 +197,29 @@ def collect_cmd(
     if summary.resumed:
         table.add_row("already decided (resumed)", str(summary.resumed))
     console.print(table)
+    for repo, why in summary.failed_repos.items():
+        console.print(f"[red]✗ {repo}[/]: {why.splitlines()[0] if why else 'failed'}")
+    if summary.failed_repos:
+        console.print(
+            f"{len(summary.failed_repos)} of {len(sources)} repositories failed; the others "
+            "were collected. Fix them and re-run the same command: it resumes."
+        )
+
+
+def _listed_sources(path: Path, repos_dir: Path | None, *, git_only: bool) -> list[RepoSource]:
+    """The sources of a --repos file; a repository whose clone is missing is kept with its
+    problem, so it is reported as failed while the others run."""
+    from swebounty.collect.pipeline import RepoSource
+    from swebounty.collect.repolist import read_repo_list
+
+    if not path.is_file():
+        raise ValueError(
+            f"{path} does not exist: write one owner/name (or owner/name=CLONE) a line"
+        )
+    return [
+        RepoSource(line.clone or Path(), line.repo, api=not git_only, problem=line.problem)
+        for line in read_repo_list(path, repos_dir)
+    ]
 
 
 def _collect_picks(
@@ -308,64 +361,8 @@ def validate_cmd(
     )
 
 
-def seal_cmd(
-    tasks_file: Annotated[Path, typer.Argument(help="validated tasks JSONL")],
-    out_dir: Annotated[Path | None, typer.Option(help="default: beside the tasks file")] = None,
-    name: Annotated[str | None, typer.Option(help="dataset name (default: file stem)")] = None,
-    since: Annotated[str | None, typer.Option(help="the window's start, for the record")] = None,
-    until: Annotated[str | None, typer.Option(help="the window's end, for the record")] = None,
-) -> None:
-    """Write the sealed dataset, its public half and the manifest with the sha256 commitment."""
-    from swebounty.collect.seal import SealError, seal
-    from swebounty.tasks import load_tasks
-
-    if not tasks_file.exists():
-        raise fail(f"{tasks_file} does not exist: run `swebounty validate` first")
-    tasks, errors = load_tasks(tasks_file)
-    if errors:
-        raise fail(f"{tasks_file} has {len(errors)} bad records (first: {errors[0].message})")
-    try:
-        manifest = seal(
-            tasks,
-            out_dir or tasks_file.parent,
-            name or tasks_file.stem,
-            since=parse_date(since, "--since") if since else None,
-            until=parse_date(until, "--until") if until else None,
-        )
-    except SealError as exc:
-        raise fail(str(exc)) from None
-    console.print(
-        f"sealed {manifest.tasks} tasks; commitment sha256 [bold]{manifest.sha256}[/]\n"
-        f"publish {manifest.files['public']} and {manifest.files['manifest']}; keep "
-        f"{manifest.files['sealed']} private until the reveal"
-    )
-
-
-def verify_seal_cmd(
-    manifest: Annotated[Path, typer.Argument(help="the manifest written by `seal`")],
-    revealed: Annotated[Path | None, typer.Argument(help="revealed dataset (default: sealed)")] = (
-        None
-    ),
-) -> None:
-    """Check a revealed dataset against the commitment in its manifest."""
-    from swebounty.collect.seal import SealError, verify_seal
-
-    if not manifest.exists():
-        raise fail(f"{manifest} does not exist")
-    try:
-        problems = verify_seal(manifest, revealed)
-    except (SealError, ValueError) as exc:
-        raise fail(str(exc)) from None
-    if problems:
-        for p in problems:
-            console.print(f"[red]✗[/] {p}")
-        raise typer.Exit(1)
-    console.print("[green]✓[/] the revealed dataset matches its commitment")
-
-
 def register(app: typer.Typer) -> None:
     """Mount the commands on the main `swebounty` app."""
     app.command("collect")(collect_cmd)
     app.command("validate")(validate_cmd)
-    app.command("seal")(seal_cmd)
-    app.command("verify-seal")(verify_seal_cmd)
+    seal.register(app)

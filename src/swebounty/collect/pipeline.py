@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -21,9 +22,10 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from swebounty.collect.filters import FilterConfig, check
-from swebounty.collect.github import GitHubClient
+from swebounty.collect.github import GitHubAuthError, GitHubClient, GitHubError
 from swebounty.collect.mining import (
     Fix,
+    GitError,
     fix_diff,
     fix_for_commit,
     linked_issues,
@@ -33,6 +35,7 @@ from swebounty.collect.mining import (
     repo_slug,
 )
 from swebounty.collect.pricing import PricingConfig, apply_price
+from swebounty.collect.repolist import RepoLog, RepoRecord, repo_log_path
 from swebounty.collect.sink import Sink
 from swebounty.collect.split import SplitRules, split_diff
 from swebounty.envs.node_project import ecosystem_of
@@ -66,6 +69,7 @@ class RepoSource:
     path: Path
     repo: str | None = None  # owner/name; None: from the clone's origin remote
     api: bool = False
+    problem: str | None = None  # why this repository cannot be mined (its clone is missing)
 
 
 def parse_repo_arg(
@@ -94,6 +98,7 @@ class CollectSummary:
     resumed: int = 0
     rejected: Counter[str] = field(default_factory=Counter)
     per_repo: Counter[str] = field(default_factory=Counter)
+    failed_repos: dict[str, str] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -102,6 +107,7 @@ class CollectSummary:
             "resumed": self.resumed,
             "rejected": dict(self.rejected.most_common()),
             "per_repo": dict(self.per_repo),
+            "failed_repos": self.failed_repos,
         }
 
 
@@ -129,46 +135,96 @@ def collect(
     rejects: Path | None = None,
     client: GitHubClient | None = None,
     on_fix: Callable[[str, str], None] | None = None,
+    on_repo: Callable[[str, str], None] | None = None,
     fresh: bool = False,
 ) -> CollectSummary:
     """Mine every source and write candidates to `output`; rejects (with stage and reason) to
-    `rejects` (default `<output stem>.rejects.jsonl`). `on_fix(instance_id, outcome)` is called
-    after each fix, for progress display. Fixes already decided in `output`/`rejects` (or their
-    partial files) are skipped unless `fresh`."""
+    `rejects` (default `<output stem>.rejects.jsonl`), each repository's record to
+    `<output stem>.repos.json`. `on_fix(instance_id, outcome)` is called after each fix and
+    `on_repo(repo, outcome)` after each repository, for progress display. Fixes already decided
+    in `output`/`rejects` (or their partial files) are skipped unless `fresh`. A repository
+    that fails (a missing clone, a git error) is recorded and the others go on; only what stops
+    every repository (a refused token, a rate limit longer than allowed) stops the run."""
     rejects = rejects or output.with_name(output.stem + ".rejects.jsonl")
     sink = Sink(output, rejects, fresh=fresh)
     summary = CollectSummary()
     if any(s.api for s in sources) and client is None:
         raise ValueError("owner/name sources need a GitHub client (API mode)")
+    repo_log = RepoLog(repo_log_path(output), fresh=fresh)
     for source in sources:
         repo = source.repo or repo_slug(source.path)
-        fixes = _api_fixes(source, repo, options, client) if source.api and client else (
-            (f, None) for f in mine_fixes(source.path, options.since, options.until, repo=repo,
-                                          direct_commits=options.direct_commits)
-        )  # fmt: skip
-        for fix, pr in fixes:
-            summary.fixes += 1
-            iid = instance_id(repo, fix)
-            if iid in sink.known:
-                summary.resumed += 1
-                continue
-            try:
-                task = _candidate(fix, iid, pr, options, client if source.api else None)
-            except _Reject as rej:
-                summary.rejected[rej.stage] += 1
-                sink.reject(_reject_record(iid, fix, rej))
-                outcome = f"rejected: {rej.reason}"
-            else:
-                sink.add(task)
-                summary.candidates += 1
-                summary.per_repo[repo] += 1
-                outcome = "candidate"
-            if on_fix is not None:
-                on_fix(iid, outcome)
+        record = RepoRecord(repo=repo, clone=None if source.problem else str(source.path))
+        repo_log.update(record)
+        start = time.monotonic()
+        try:
+            if source.problem:
+                raise GitError(source.problem)
+            _mine_one(source, repo, options, client, sink, summary, record, on_fix)
+        except GitHubAuthError:
+            raise  # a refused token refuses every repository: stop, resumable
+        except GitHubError as exc:
+            if "rate limit" in str(exc).lower():
+                raise  # a limit longer than allowed holds for every repository
+            record.status, record.error = "failed", str(exc)
+        except Exception as exc:  # one repository's failure never stops the others
+            if not isinstance(exc, GitError):
+                log.exception("%s: mining failed", repo)
+            record.status, record.error = "failed", f"{type(exc).__name__}: {exc}"
+        else:
+            record.status = "done"
+        record.seconds = round(time.monotonic() - start, 1)
+        repo_log.update(record)
+        if record.status == "failed":
+            summary.failed_repos[repo] = record.error or ""
+            log.warning("%s: %s", repo, record.error)
+            if on_repo is not None:
+                on_repo(repo, f"failed: {record.error}")
+        elif on_repo is not None:
+            on_repo(repo, f"{record.fixes} fixes")
     sink.finish()
     summary_path = output.with_name(output.stem + ".summary.json")
     summary_path.write_text(json.dumps(summary.as_dict(), indent=2), encoding="utf-8")
     return summary
+
+
+def _mine_one(
+    source: RepoSource,
+    repo: str,
+    options: CollectOptions,
+    client: GitHubClient | None,
+    sink: Sink,
+    summary: CollectSummary,
+    record: RepoRecord,
+    on_fix: Callable[[str, str], None] | None,
+) -> None:
+    """Every fix of one repository, decided and written to `sink`."""
+    fixes = _api_fixes(source, repo, options, client) if source.api and client else (
+        (f, None) for f in mine_fixes(source.path, options.since, options.until, repo=repo,
+                                      direct_commits=options.direct_commits)
+    )  # fmt: skip
+    for fix, pr in fixes:
+        summary.fixes += 1
+        record.fixes += 1
+        iid = instance_id(repo, fix)
+        if iid in sink.known:
+            summary.resumed += 1
+            continue
+        try:
+            try:
+                task = _candidate(fix, iid, pr, options, client if source.api else None)
+            except GitError as exc:  # one unreadable commit: that fix, not the repository
+                raise _Reject("git", (str(exc) or "git failed").splitlines()[0]) from exc
+        except _Reject as rej:
+            summary.rejected[rej.stage] += 1
+            sink.reject(_reject_record(iid, fix, rej))
+            outcome = f"rejected: {rej.reason}"
+        else:
+            sink.add(task)
+            summary.candidates += 1
+            summary.per_repo[repo] += 1
+            outcome = "candidate"
+        if on_fix is not None:
+            on_fix(iid, outcome)
 
 
 def _reject_record(iid: str, fix: Fix, rej: _Reject) -> dict[str, Any]:

@@ -54,6 +54,28 @@ DEFAULT_TEST_GLOBS = [
     # pytest's own layout; not a directory rule because numpy/testing is library code
     "testing/*",
 ]
+# Code that is not the library: documentation, examples, CI and packaging scripts. A fix that
+# changes only these besides its tests is not a task (SWE-bench Verified's reviewers rejected
+# such tasks: nothing in the library to fix).
+DEFAULT_NON_CODE_DIRS = [
+    "docs",
+    "doc",
+    "examples",
+    "benchmarks",
+    "asv_bench",
+    ".github",
+    ".circleci",
+    ".gitlab",
+    "ci",
+]
+DEFAULT_NON_CODE_GLOBS = [
+    "setup.py",
+    "noxfile.py",
+    "fabfile.py",
+    "tasks.py",
+    "scripts/*",
+    "tools/*",
+]
 DEFAULT_CODE_EXTENSIONS = [
     ".py", ".pyx", ".pxd", ".pyi", ".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".go", ".rs",
     ".java", ".kt", ".scala", ".rb", ".php", ".c", ".h", ".cc", ".cpp", ".hpp", ".cs", ".swift",
@@ -77,16 +99,33 @@ class SplitRules(BaseModel):
         default_factory=lambda: list(DEFAULT_CODE_EXTENSIONS),
         description="a non-test file with one of these suffixes is code; the rest is 'other'",
     )
+    non_code_dirs: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_NON_CODE_DIRS),
+        description="a non-test path under a directory of this name is docs or tooling, not code",
+    )
+    non_code_globs: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_NON_CODE_GLOBS),
+        description="fnmatch globs on the full path of packaging and tooling scripts (setup.py "
+        "at the root, not a module of that name deeper in the package)",
+    )
 
     def classify(self, path: str) -> Literal["test", "code", "other"]:
         pure = PurePosixPath(path)
         if any(part in self.test_dirs for part in pure.parts[:-1]):
             return "test"
-        if any(fnmatch.fnmatch(pure.name, g) or fnmatch.fnmatch(path, g) for g in self.test_globs):
+        if _matches(pure, path, self.test_globs):
             return "test"
+        if any(part in self.non_code_dirs for part in pure.parts[:-1]):
+            return "other"
+        if any(fnmatch.fnmatch(path, g) for g in self.non_code_globs):
+            return "other"
         if pure.suffix.lower() in self.code_extensions:
             return "code"
         return "other"
+
+
+def _matches(pure: PurePosixPath, path: str, globs: list[str]) -> bool:
+    return any(fnmatch.fnmatch(pure.name, g) or fnmatch.fnmatch(path, g) for g in globs)
 
 
 @dataclass
@@ -122,7 +161,7 @@ class SplitDiff:
         if not self.paths("test"):
             return "no test change"
         if not self.paths("code"):
-            return "no code change"
+            return "no code change (only tests, docs or packaging)"
         return None
 
 
