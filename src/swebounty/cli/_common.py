@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -205,3 +206,14 @@ def progress(*, fields: str = "", disable: bool = False) -> Progress:
     if fields:
         columns.append(TextColumn(fields))
     return Progress(*columns, console=console, disable=disable)
+
+
+def parse_date(value: str, option: str) -> datetime:
+    """YYYY-MM-DD or ISO 8601; a date without a zone is UTC."""
+    try:
+        parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise typer.BadParameter(
+            f"{value!r} is not a date; write YYYY-MM-DD or an ISO 8601 time", param_hint=option
+        ) from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)

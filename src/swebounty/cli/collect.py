@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from contextlib import nullcontext
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -24,6 +23,7 @@ from swebounty.cli._common import (
     console,
     executor_config,
     fail,
+    parse_date,
     progress,
     setup_logging,
     where,
@@ -38,17 +38,6 @@ if TYPE_CHECKING:
 # The names of `collect.filters.FILTERS`, for --help without importing the filters (a test
 # keeps the two equal).
 FILTER_NAMES = ("binary", "problem_length", "patch_size", "leak", "error_message_only")
-
-
-def parse_date(value: str, option: str) -> datetime:
-    """YYYY-MM-DD or ISO 8601; a date without a zone is UTC."""
-    try:
-        parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise typer.BadParameter(
-            f"{value!r} is not a date; write YYYY-MM-DD or an ISO 8601 time", param_hint=option
-        ) from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
 
 
 def _progress(quiet: bool = False) -> Progress:

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from swebounty.cli._common import console, fail
+from swebounty.cli._common import console, fail, parse_date
 
 
 def seal_cmd(
@@ -18,7 +18,6 @@ def seal_cmd(
     until: Annotated[str | None, typer.Option(help="the window's end, for the record")] = None,
 ) -> None:
     """Write the sealed dataset, its public half and the manifest with the sha256 commitment."""
-    from swebounty.cli.collect import parse_date
     from swebounty.collect.seal import SealError, seal
     from swebounty.tasks import load_tasks
 
