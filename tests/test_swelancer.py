@@ -2,65 +2,23 @@
 
 from __future__ import annotations
 
-import csv
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from swebounty.evalinputs import load_dataset
 from swebounty.formats import format_of, load_file
 from swebounty.tasks import Task
-
-OLD_HEADER = ["question_id", "variant", "price", "price_limit", "prompt", "manager_data",
-              "manager_commit", "acceptable_folders", "cwd"]  # fmt: skip
-NEW_HEADER = ["question_id", "variant", "price", "price_limit", "manager_data", "manager_commit",
-              "acceptable_folders", "cwd", "set", "title", "description", "proposals"]  # fmt: skip
-COMMIT = "b2d6da6b444cd91baa70aa625989cfb9f07e9ab7"
-
-
-def manager_data(ids: list[Any], correct: Any, title: str = "Bold code block") -> dict[str, Any]:
-    return {
-        "all_proposals": [],
-        "game": {
-            "correct_proposal_scraped_beforehand": None,
-            "all_formal_proposals": [
-                {"id": i, "source_url": "u", "content": f"proposal {i}", "explanation": "e"}
-                for i in ids
-            ],
-            "correct_proposal": {"id": correct, "explanation": "merged"},
-        },
-        "price": 4000.0,
-        "title": title,
-        "issue_repo_steps": "steps",
-        "html_description": "## Action Performed:\r\n1. Open a chat",
-        "fix_commit_hash": COMMIT,
-    }
-
-
-def prompt(issue: str) -> str:
-    text = (
-        "You are an expert software engineering manager working on the Expensify repository. "
-        f"You have tasked your team with addressing the following issue:\n\n{issue}\n\n"
-        "You will be paid $4000.0 if your team fixes the issue."
-    )
-    return repr([{"content": text, "role": "user"}])
-
-
-def manager_row(qid: str, price: str, data: dict[str, Any] | None, **extra: str) -> dict[str, Any]:
-    return {"question_id": qid, "variant": "swe_manager", "price": price,
-            "price_limit": "2000000", "prompt": prompt("the issue"),
-            "manager_data": repr(data) if data is not None else "", "manager_commit": COMMIT,
-            "acceptable_folders": "[]", "cwd": "/app/expensify", **extra}  # fmt: skip
-
-
-def write_csv(path: Path, header: list[str], rows: list[dict[str, Any]]) -> Path:
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=header, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(rows)
-    return path
+from swelancer_helpers import (
+    COMMIT,
+    NEW_HEADER,
+    OLD_HEADER,
+    manager_data,
+    manager_row,
+    prompt,
+    write_csv,
+)
 
 
 def test_manager_rows_are_pick_tasks(tmp_path: Path) -> None:

@@ -2,7 +2,8 @@
 
 `run_attempt` is one agent run on one task, a plain function of picklable inputs (the task, the
 attempt number, the agent, the options) plus the evaluation context: the agent gets the task's
-public part and, when it works on code, a fresh session (workspace, environment, sandbox).
+public part and, when it works on code, a fresh session (workspace, environment, sandbox) — but
+a pick task whose repository cannot be had runs without one, and its attempt says so.
 `verdict_for` turns a stored attempt into a verdict with the existing harness: a submitted patch
 is evaluated in a *new* workspace, never the agent's. `run_agent` drives a whole run through a
 thread pool (or an `AgentExecutor`: executors/ makes each attempt a Ray task); every attempt
@@ -28,6 +29,7 @@ from swebounty.agents.prices import Price, cost_usd
 from swebounty.agents.session import SessionError, open_session
 from swebounty.evalcontext import EvalContext
 from swebounty.grading import HACK_FLAGS
+from swebounty.repos import RepoError, ensure_mirror
 from swebounty.runs import evaluate_one, log_dir_for
 from swebounty.store import Store
 from swebounty.tasks import Attempt, Task
@@ -45,15 +47,37 @@ class AttemptOptions:
     prices: dict[str, Price] | None = None
 
 
+def no_clone(task: Task, ctx: EvalContext) -> str | None:
+    """Why a pick task gets no workspace (its repository cannot be had: no clone here and none
+    can be made), or None. A pick task can be answered from the issue and the proposals alone;
+    a fix task cannot, and its session says what is missing."""
+    if task.kind != "pick":
+        return None
+    try:
+        ensure_mirror(task.repo, repos_dir=ctx.repos_dir, cache_dir=ctx.cache_dir,
+                      url=task.repo_url)  # fmt: skip
+    except RepoError as exc:
+        return f"no clone of {task.repo}: {exc}"
+    return None
+
+
 def run_attempt(
     task: Task, number: int, agent: Agent, ctx: EvalContext, opts: AttemptOptions
 ) -> Attempt:
     """Run `agent` once on `task`. Never raises for the agent's or the sandbox's failures."""
-    public = PublicTask.from_task(task, attempt=number, hints=opts.hints)
+    without = no_clone(task, ctx) if agent.uses_session else None
+    public = PublicTask.from_task(
+        task, attempt=number, hints=opts.hints, workspace=agent.uses_session and not without
+    )
     started_at = datetime.now(timezone.utc)
     start = time.monotonic()
     try:
-        if agent.uses_session:
+        if without:
+            log.warning("%s: %s; the agent sees the issue and the proposals only", task.instance_id,
+                        without)  # fmt: skip
+            result = agent.run(public, None)
+            result.trajectory.insert(0, {"type": "no_workspace", "reason": without})
+        elif agent.uses_session:
             with (
                 ctx.lease() as sandbox,
                 open_session(
@@ -97,6 +121,7 @@ def run_attempt(
         seconds=round(time.monotonic() - start, 3),
         verified=result.verified,
         flags=result.flags,
+        workspace=public.workspace if agent.uses_session else None,
         started_at=started_at,
         trajectory=result.trajectory,
     )

@@ -232,6 +232,11 @@ class Attempt(BaseModel):
     flags: list[str] = Field(
         default_factory=list, description="hack flags raised while the agent ran"
     )
+    workspace: bool | None = Field(
+        None,
+        description="had a workspace; False: none could be made (a pick task without a clone: "
+        "the agent saw the issue and the proposals only); None: the agent uses none",
+    )
     started_at: datetime | None = None
     trajectory: list[dict[str, Any]] = Field(default_factory=list, description="JSONL events")
 

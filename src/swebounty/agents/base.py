@@ -38,9 +38,14 @@ class PublicTask(BaseModel):
     kind: Literal["fix", "pick"] = "fix"
     proposals: list[str] = Field(default_factory=list, description="pick tasks: the candidates")
     attempt: int = 1
+    workspace: bool = Field(
+        True, description="False: no clone of the repository; the issue and proposals only"
+    )
 
     @classmethod
-    def from_task(cls, task: Task, *, attempt: int = 1, hints: bool = False) -> PublicTask:
+    def from_task(
+        cls, task: Task, *, attempt: int = 1, hints: bool = False, workspace: bool = True
+    ) -> PublicTask:
         return cls(
             instance_id=task.instance_id,
             repo=task.repo,
@@ -52,6 +57,7 @@ class PublicTask(BaseModel):
             kind=task.kind,
             proposals=list(task.proposals),
             attempt=attempt,
+            workspace=workspace,
         )
 
 

@@ -6,7 +6,9 @@ and `skip`. The loop runs on the host and talks to the model endpoint directly; 
 runs in the sandbox. It stops at `submit`/`skip`, or at a limit (steps, tokens, wall clock),
 where it does what `on_limit` says (submit the current diff, as SWE-agent does, or skip).
 A malformed tool call (bad JSON, an unknown tool, a missing argument) is answered with an error
-message for the model to correct, never a crash.
+message for the model to correct, never a crash. A pick task may come without a session (no
+clone of its repository): then `bash` is not offered and the model picks from the issue and
+the proposals alone.
 """
 
 from __future__ import annotations
@@ -44,6 +46,11 @@ Several proposals were made to solve the issue below; the repository is at the s
 any of them. Study them (you may inspect and run the code) and pick the one the maintainers \
 accepted: call `submit` with `proposal` set to its index, or `skip`."""
 
+PICK_ONLY_PROMPT = """\
+Several proposals were made to solve the issue below. No copy of the repository is available: \
+judge them from the issue and the proposals alone, and pick the one the maintainers accepted: \
+call `submit` with `proposal` set to its index, or `skip`."""
+
 
 class LLMConfig(BaseModel):
     model: str = Field(description="the model's name at the endpoint")
@@ -73,7 +80,7 @@ class LLMConfig(BaseModel):
         return value.rstrip("/")
 
 
-def tools_for(kind: str) -> list[dict[str, Any]]:
+def tools_for(kind: str, *, workspace: bool = True) -> list[dict[str, Any]]:
     submit_params: dict[str, Any] = {"type": "object", "properties": {}}
     if kind == "pick":
         submit_params = {
@@ -88,7 +95,7 @@ def tools_for(kind: str) -> list[dict[str, Any]]:
             "function": {"name": name, "description": description, "parameters": parameters},
         }
 
-    return [
+    bash = [
         fn(
             "bash",
             "Run a bash command in the repository and return its output.",
@@ -97,7 +104,10 @@ def tools_for(kind: str) -> list[dict[str, Any]]:
                 "properties": {"command": {"type": "string", "description": "the command"}},
                 "required": ["command"],
             },
-        ),
+        )
+    ]
+    return [
+        *(bash if workspace else []),
         fn("submit", "Submit your answer and stop.", submit_params),
         fn("skip", "Give up on this task without an answer and stop.", {"type": "object"}),
     ]
@@ -108,7 +118,7 @@ def task_message(task: PublicTask) -> str:
     if task.hints_text.strip():
         parts.append(f"<hints>\n{task.hints_text.strip()}\n</hints>")
     if task.kind == "pick":
-        parts.insert(0, PICK_PROMPT)
+        parts.insert(0, PICK_PROMPT if task.workspace else PICK_ONLY_PROMPT)
         for i, proposal in enumerate(task.proposals):
             parts.append(f'<proposal index="{i}">\n{proposal.strip()}\n</proposal>')
     return "\n\n".join(parts)
@@ -156,8 +166,10 @@ class LLMAgent:
         )
 
     def run(self, task: PublicTask, session: Session | None) -> AgentResult:
-        assert session is not None, "the llm agent works in a session"
         result = AgentResult(status="agent_error", model=self.config.model, tokens_in=0)
+        if session is None and task.kind != "pick":
+            result.error = "the llm agent needs a workspace for a fix task"
+            return result
         result.tokens_out = 0
         events = result.trajectory
         chat = self._client()
@@ -188,19 +200,22 @@ class LLMAgent:
     def _loop(
         self,
         task: PublicTask,
-        session: Session,
+        session: Session | None,
         chat: ChatModel,
         messages: list[dict[str, Any]],
         result: AgentResult,
     ) -> _Stop:
         c, events = self.config, result.trajectory
-        tools = tools_for(task.kind)
-        tree = session.base_tree
+        tools = tools_for(task.kind, workspace=session is not None)
+        tree = session.base_tree if session else ""
+        # Without a session (a pick task, no clone) the steps and the requests' timeouts bound
+        # the attempt; there is no command to run.
+        deadline = session.deadline if session else None
         for step in range(1, c.max_steps + 1):
-            if session.remaining() <= 0:
+            if session is not None and session.remaining() <= 0:
                 return _Stop("time_limit")
             completion = chat.complete(
-                messages, tools, deadline=session.deadline, tool_choice=c.tool_choice
+                messages, tools, deadline=deadline, tool_choice=c.tool_choice
             )
             result.tokens_in = (result.tokens_in or 0) + (completion.tokens_in or 0)
             result.tokens_out = (result.tokens_out or 0) + (completion.tokens_out or 0)
@@ -236,7 +251,7 @@ class LLMAgent:
     def _call(
         self,
         task: PublicTask,
-        session: Session,
+        session: Session | None,
         call: Any,
         messages: list[dict[str, Any]],
         events: list[dict[str, Any]],
@@ -256,7 +271,7 @@ class LLMAgent:
             return self._reply(
                 messages, events, call_id, step, f"error: bad arguments: {exc}"
             ), tree
-        if name == "bash":
+        if name == "bash" and session is not None:
             command = args.get("command")
             if not isinstance(command, str) or not command.strip():
                 reply = 'error: bash needs {"command": "..."}'
@@ -287,7 +302,8 @@ class LLMAgent:
         if name == "skip":
             self._reply(messages, events, call_id, step, "skipped", name="skip")
             return _Stop("skip"), tree
-        reply = f"error: unknown tool {name!r}; use bash, submit or skip"
+        names = "bash, submit or skip" if session else "submit or skip"
+        reply = f"error: unknown tool {name!r}; use {names}"
         return self._reply(messages, events, call_id, step, reply), tree
 
     @staticmethod
@@ -303,13 +319,17 @@ class LLMAgent:
         messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
         events.append({"type": "tool", "step": step, "name": name, "output": content, **extra})
 
-    def _finish(self, session: Session, result: AgentResult, stop: _Stop) -> None:
+    def _finish(self, session: Session | None, result: AgentResult, stop: _Stop) -> None:
         result.stop_reason = stop.reason
         if stop.reason == "model_refused":
             return  # an agent error: the request it built was refused
         limited = stop.reason not in ("submit", "skip")
         if stop.reason == "skip" or (limited and self.config.on_limit == "skip"):
             result.status = "skipped"
+            return
+        if session is None:  # nothing but the pick to submit
+            result.pick = stop.pick
+            result.status = "submitted" if stop.pick is not None else "skipped"
             return
         try:
             final, result.patch = session.diff()
