@@ -26,6 +26,7 @@ from swebounty.testing import TestOutcome, pytest_command
 
 GUARD_DIR = Path(__file__).resolve().parent
 RUNNER = GUARD_DIR / "run_pytest.py"
+UNITTEST_RUNNER = GUARD_DIR / "run_unittest.py"  # unittest-based runners (unittest_guard.py)
 MAGIC = b"SWEBOUNTY-RESULT"
 MACHINERY = ("_pytest/__init__.py", "pytest/__init__.py", "pytest.py", "pluggy/__init__.py")
 
@@ -41,6 +42,8 @@ class GuardResult:
     problems: list[str] = field(default_factory=list)
     infra_restored: list[str] = field(default_factory=list)
     setup_exit: int | None = None
+    # unittest-based runs (unittest_guard.py): id -> {"status", "message", "kind", "doc"}
+    tests: dict[str, dict[str, str | None]] = field(default_factory=dict)
 
 
 class ChannelTampered(Exception):
@@ -106,7 +109,20 @@ def read_channel(data: bytes | None, key: bytes, truncated: bool = False) -> Gua
         problems=[str(p) for p in payload.get("problems") or []],
         infra_restored=[str(p) for p in payload.get("infra_restored") or []],
         setup_exit=payload.get("setup_exit"),
+        tests=_tests(payload.get("tests")),
     )
+
+
+def _tests(value: object) -> dict[str, dict[str, str | None]]:
+    """The unittest guard's records, each field a string (or None), nothing else kept."""
+    if not isinstance(value, dict):
+        return {}
+    fields = ("status", "message", "kind", "doc")
+    return {
+        str(key): {f: None if entry.get(f) is None else str(entry.get(f)) for f in fields}
+        for key, entry in value.items()
+        if isinstance(entry, dict)
+    }
 
 
 def write_config(path: Path, config: dict[str, object]) -> None:

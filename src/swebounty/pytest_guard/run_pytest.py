@@ -35,34 +35,7 @@ PR_SET_DUMPABLE = 4
 
 
 def main():
-    key = sys.stdin.buffer.read(4096).strip()
-    sys.stdin.close()
-    sys.stdin = open(os.devnull)  # noqa: SIM115 - tests that read stdin get EOF
-    _not_dumpable()
-    with open(sys.argv[1], "rb") as f:
-        config = json.loads(f.read().decode("utf-8"))
-    fd = int(os.environ.pop("SWEBOUNTY_RESULT_FD"))
-    # Test services the harness started before this process (services/driver.py): their
-    # sessions outlive the install step's clean-up.
-    services = os.environ.pop("SWEBOUNTY_SERVICE_SESSIONS", "")
-    spare = set(int(s) for s in services.split(",") if s.isdigit())
-    os.set_inheritable(fd, False)  # the tests' own subprocesses never get it
-    if sys.path and os.path.abspath(sys.path[0]) == HERE:
-        del sys.path[0]
-    channel = Channel(key, fd)
-    _seed_tmp(config.get("tmp_files") or {})
-
-    setup = config.get("setup")
-    if setup:
-        print("=== swebounty: installing the workspace ===", flush=True)
-        code = subprocess.call(setup, stdin=subprocess.DEVNULL, env=_child_env())
-        _kill_leftovers(spare)
-        print("=== swebounty: install exited with %d ===" % code, flush=True)
-        if code != 0 and not config.get("setup_may_fail"):
-            channel.send({"setup_exit": code})
-            sys.exit(3)
-    # Without an install step nothing but the harness wrote the workspace yet.
-    restored = _restore_infra(config["workspace"], config["infra"]) if setup else []
+    channel, config, restored = prepare()
 
     # pytest, pluggy and unittest are imported before anything of the workspace runs: from the
     # path `site` would build, read from the .pth files without running a line of code in them
@@ -100,6 +73,39 @@ def main():
     finally:
         g.finish()
     sys.exit(int(code))
+
+
+def prepare():
+    """Steps 1 to 3, shared with run_unittest.py: (channel, config, what was restored)."""
+    key = sys.stdin.buffer.read(4096).strip()
+    sys.stdin.close()
+    sys.stdin = open(os.devnull)  # noqa: SIM115 - tests that read stdin get EOF
+    _not_dumpable()
+    with open(sys.argv[1], "rb") as f:
+        config = json.loads(f.read().decode("utf-8"))
+    fd = int(os.environ.pop("SWEBOUNTY_RESULT_FD"))
+    # Test services the harness started before this process (services/driver.py): their
+    # sessions outlive the install step's clean-up.
+    services = os.environ.pop("SWEBOUNTY_SERVICE_SESSIONS", "")
+    spare = set(int(s) for s in services.split(",") if s.isdigit())
+    os.set_inheritable(fd, False)  # the tests' own subprocesses never get it
+    if sys.path and os.path.abspath(sys.path[0]) == HERE:
+        del sys.path[0]
+    channel = Channel(key, fd)
+    _seed_tmp(config.get("tmp_files") or {})
+
+    setup = config.get("setup")
+    if setup:
+        print("=== swebounty: installing the workspace ===", flush=True)
+        code = subprocess.call(setup, stdin=subprocess.DEVNULL, env=_child_env())
+        _kill_leftovers(spare)
+        print("=== swebounty: install exited with %d ===" % code, flush=True)
+        if code != 0 and not config.get("setup_may_fail"):
+            channel.send({"setup_exit": code})
+            sys.exit(3)
+    # Without an install step nothing but the harness wrote the workspace yet.
+    restored = _restore_infra(config["workspace"], config["infra"]) if setup else []
+    return channel, config, restored
 
 
 class Channel:

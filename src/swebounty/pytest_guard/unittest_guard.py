@@ -1,0 +1,279 @@
+"""The harness's own hook in a unittest-based test run: each test's result, as unittest said it.
+
+Loaded by run_unittest.py after unittest is imported and before any code of the workspace
+runs (django's runtests.py, `python -m unittest`, any runner built on unittest's result object).
+Every `TestCase.run` and `TestSuite.run` hands the runner's result object a recorder that
+writes down each report and passes it on. What a report is worth depends on who made it:
+- bad news (a failure, an error, an unexpected success, a skip) is believed from anyone:
+  forging it can only cost the submission;
+- a pass counts only when unittest's own code reported it (the caller's code object is one of
+  unittest's, as they were before the workspace ran), through the recorder that TestCase.run
+  made for that very test, and the test method is genuinely its file's code (genuine.py);
+  any other pass is a problem;
+- a test reported twice keeps the worse report (passed, then an error in tear-down: error).
+At the end it checks unittest's machinery as the pytest guard checks pytest's (machinery.py)
+and sends everything, with the runner's exit status, through the harness's channel.
+
+Python 3.6+, standard library only.
+"""
+
+import os
+import sys
+import types
+
+_MAX_PROBLEMS = 50
+_MESSAGE_CHARS = 2000
+# Worst first, as the harness grades (testing.SEVERITY).
+_SEVERITY = {"failed": 4, "error": 3, "skipped": 1, "passed": 0}
+_REPORTS = {
+    "addSuccess": "passed",
+    "addFailure": "failed",
+    "addError": "error",
+    "addSkip": "skipped",
+    "addExpectedFailure": "skipped",
+    "addUnexpectedSuccess": "failed",
+    "addSubTest": None,  # the parent test: failed or error when the subtest's err is set
+}
+
+
+class UnittestGuard:
+    """Records, checks and sends; `install` puts its recorders in front of unittest."""
+
+    def __init__(self, channel, config, restored, genuine, machinery):
+        self.channel = channel
+        self.config = config
+        self.restored = restored
+        self.machinery = machinery
+        self.workspace = os.path.join(os.path.realpath(config["workspace"]), "")
+        self.untrusted = {os.path.realpath(p) for p in config.get("untrusted_files", [])}
+        pinned = dict((config.get("infra") or {}).get("files") or {})
+        pinned.update(config.get("pinned_files") or {})
+        self.genuine = genuine.Genuine(
+            {os.path.realpath(os.path.join(config["workspace"], r)): d for r, d in pinned.items()}
+        )
+        self._function_of = genuine.function_of
+        self.tests = {}  # id -> {"status", "message", "doc", "kind"}
+        self.problems = []
+        self.notes = []
+        self.modules = {}
+        self.snapshots = {}
+        self.unittest_codes = set()  # ids of unittest's code objects (kept alive in _codes)
+        self._codes = []
+        self.exitstatus = None
+
+    # ------------------------------------------------------------------ set-up
+
+    def install(self):
+        """Wrap TestCase.run and TestSuite.run, then snapshot unittest as it is now."""
+        import unittest.case
+        import unittest.suite
+
+        for module in [m for n, m in sorted(sys.modules.items()) if m and n.startswith("unittest")]:
+            for value in list(vars(module).values()):
+                for code in _codes_of(value):
+                    self._codes.append(code)
+                    self.unittest_codes.add(id(code))
+        guard = self
+        case_run = unittest.case.TestCase.run
+        suite_run = unittest.suite.TestSuite.run
+
+        def run(self, result=None, *args, **kwargs):
+            real = result._swebounty_result if isinstance(result, Recorder) else result
+            recorder = Recorder(guard, real, self) if real is not None else None
+            return case_run(self, recorder, *args, **kwargs)
+
+        def suite(self, result, *args, **kwargs):
+            if not isinstance(result, Recorder):
+                result = Recorder(guard, result, None)
+            return suite_run(self, result, *args, **kwargs)
+
+        run.__wrapped__, suite.__wrapped__ = case_run, suite_run
+        unittest.case.TestCase.run = run
+        unittest.suite.TestSuite.run = suite
+        for name, module in list(sys.modules.items()):
+            if module is not None and self.machinery.watched(name):
+                self.modules[name] = module
+                self.snapshots[name] = self.machinery.describe(module, self.genuine)
+                path = getattr(module, "__file__", None)
+                self.genuine.remember_module(module, os.path.realpath(path) if path else None)
+        self.genuine.remember_class(UnittestGuard)
+        self.genuine.remember_class(Recorder)
+
+    def _problem(self, text):
+        if text not in self.problems and len(self.problems) < _MAX_PROBLEMS:
+            self.problems.append(text)
+
+    # ------------------------------------------------------------------ recording
+
+    def record(self, method, recorder, args, caller):
+        test = args[0] if args else None
+        status = _REPORTS[method]
+        message = ""
+        if method == "addSubTest":
+            if len(args) < 3 or args[2] is None:
+                return  # a subtest that passed says nothing about its test
+            test = getattr(args[1], "test_case", test)
+            failure = getattr(test, "failureException", AssertionError)
+            status = "failed" if _is_a(args[2], failure) else "error"
+            message = _describe_error(args[2])
+        elif method in ("addFailure", "addError"):
+            message = _describe_error(args[1] if len(args) > 1 else None)
+        elif method == "addSkip":
+            message = "skipped: %s" % _text(args[1] if len(args) > 1 else "")
+        elif method == "addExpectedFailure":
+            message = "expected failure"
+        elif method == "addUnexpectedSuccess":
+            message = "unexpected success"
+        key, kind, doc = self._identify(test)
+        if key is None:
+            self._problem("a %s report for something that is not a test" % method)
+            return
+        if status == "passed":
+            why = self._doubtful_pass(test, recorder, caller)
+            if why:
+                self._problem("a pass of %s was not believed: %s" % (key, why))
+                return
+        entry = self.tests.get(key)
+        if entry is None or _SEVERITY[status] > _SEVERITY[entry["status"]]:
+            kept = entry["message"] if entry else ""
+            both = "; then ".join(m for m in (kept, message) if m)
+            self.tests[key] = {"status": status, "message": both[:_MESSAGE_CHARS], "kind": kind,
+                               "doc": doc}  # fmt: skip
+
+    def _identify(self, test):
+        """(id, kind, docstring's first line) of what a report is about, from its class, never
+        from methods the test could override: `module.Class.method` for a test, the module
+        for one that failed to import, the description of a class or module fixture."""
+        klass = type(test)
+        if klass.__module__ == "unittest.suite" and klass.__name__ == "_ErrorHolder":
+            return _text(vars(test).get("description", "")), "fixture", None
+        name = vars(test).get("_testMethodName") if hasattr(test, "__dict__") else None
+        if not isinstance(name, str):
+            return None, None, None
+        if klass.__module__ == "unittest.loader" and klass.__name__ == "_FailedTest":
+            return name, "import", None
+        doc = None
+        method = getattr(klass, name, None)
+        text = getattr(method, "__doc__", None)
+        if isinstance(text, str) and text.strip():
+            doc = text.strip().split("\n")[0].strip()
+        return "%s.%s.%s" % (klass.__module__, klass.__qualname__, name), "test", doc
+
+    def _doubtful_pass(self, test, recorder, caller):
+        if id(caller) not in self.unittest_codes:
+            return "reported by %s, not by unittest" % caller.co_filename
+        if recorder.test is not test:
+            return "reported through another test's result"
+        method = self._function_of(getattr(type(test), test._testMethodName, None))
+        if method is None:
+            return "its test method is not Python code"
+        path = os.path.realpath(method.__code__.co_filename)
+        if not path.startswith(self.workspace) or path in self.untrusted:
+            return "its test method comes from %s, not from the workspace's tests" % path
+        # The module whose globals the method runs with (genuine.check compares them).
+        name = dict.get(method.__globals__, "__name__")
+        module = sys.modules.get(name) if isinstance(name, str) else None
+        self.genuine.set_modules([module] if module is not None else [])
+        if not self.genuine.check(method, path, os.path.realpath):
+            return "its test method is not the code of %s" % path
+        return None
+
+    # ------------------------------------------------------------------ the end
+
+    def verify(self):
+        self.genuine.set_modules(list(sys.modules.values()))
+        for name, module in self.modules.items():
+            now = sys.modules.get(name)
+            if now is not None and now is not module:
+                self._problem("module %s was replaced in sys.modules" % name)
+                continue
+            before, after = self.snapshots[name], self.machinery.describe(module)
+            changed = [k for k in before if after.get(k) != before[k]]
+            changed += [k for k in after if k not in before]
+            if changed:
+                shown = ", ".join(name + "." + k for k in sorted(changed)[:5])
+                self._problem("unittest's machinery was changed: " + shown)
+        for what, tracer in (("trace", sys.gettrace()), ("profile", sys.getprofile())):
+            func = self._function_of(tracer) if tracer is not None else None
+            if func is not None and not self.genuine.is_known(func):
+                self._problem("a %s function from %s is on" % (what, func.__code__.co_filename))
+
+    def finish(self, exitstatus):
+        if self.channel.sent:
+            return
+        self.exitstatus = exitstatus
+        self.verify()
+        self.channel.send({
+            "exitstatus": exitstatus,
+            "tests": self.tests,
+            "problems": self.problems,
+            "infra_restored": self.restored,
+            "notes": self.notes,
+        })  # fmt: skip
+
+
+class Recorder:
+    """Stands in front of the runner's result object: records a report, then passes it on.
+    Everything else (attributes unittest reads and sets) is the result object's own."""
+
+    def __init__(self, guard, result, test):
+        object.__setattr__(self, "_swebounty_result", result)
+        object.__setattr__(self, "_swebounty_guard", guard)
+        object.__setattr__(self, "test", test)
+
+    def __getattr__(self, name):
+        real = getattr(object.__getattribute__(self, "_swebounty_result"), name)
+        if name not in _REPORTS or not callable(real):
+            return real
+        guard = object.__getattribute__(self, "_swebounty_guard")
+        recorder = self
+
+        def report(*args):
+            guard.record(name, recorder, args, sys._getframe(1).f_code)
+            return real(*args)
+
+        return report
+
+    def __setattr__(self, name, value):
+        setattr(object.__getattribute__(self, "_swebounty_result"), name, value)
+
+    def __delattr__(self, name):
+        delattr(object.__getattribute__(self, "_swebounty_result"), name)
+
+
+def _codes_of(value):
+    """Every code object of a module's functions and classes' methods, nested ones too."""
+    found, stack = [], []
+    items = list(vars(value).values()) if isinstance(value, type) else [value]
+    for item in items:
+        if isinstance(item, property):
+            item = item.fget
+        func = getattr(item, "__func__", item)
+        if isinstance(func, types.FunctionType):
+            stack.append(func.__code__)
+    while stack:
+        code = stack.pop()
+        found.append(code)
+        stack.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+    return found
+
+
+def _is_a(err, klass):
+    try:
+        return isinstance(err, tuple) and isinstance(err[0], type) and issubclass(err[0], klass)
+    except TypeError:
+        return False
+
+
+def _describe_error(err):
+    if not isinstance(err, tuple) or len(err) < 2:
+        return ""
+    name = getattr(err[0], "__name__", "?")
+    return ("%s: %s" % (name, _text(err[1])))[:_MESSAGE_CHARS]
+
+
+def _text(value):
+    try:
+        return str(value)[:_MESSAGE_CHARS]
+    except Exception:
+        return "<unprintable %s>" % type(value).__name__
