@@ -29,6 +29,7 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
+SCHEMA = 1  # bump when the layout or the build recipe changes: old keys then miss
 READY = "ready.json"
 FAILED = "failed.json"
 # A failed build is not retried for this long (every task of a repo era would otherwise redo a

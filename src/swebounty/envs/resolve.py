@@ -59,6 +59,7 @@ def resolve_lock(
     *,
     shared: bool,
     first_plan: int = 0,
+    excludes: list[str] | None = None,
 ) -> Resolution:
     """The lock of the first plan (from `first_plan` on) that resolves for `interp`.
 
@@ -104,6 +105,7 @@ def resolve_lock(
                         allow=allow,
                         tools_cutoff=tools_cutoff,
                         constraints=constraints,
+                        excludes=excludes,
                     )
                 except StepFailed as exc:
                     exc.plan = index

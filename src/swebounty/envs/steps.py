@@ -105,10 +105,12 @@ class Uv:
         tools_cutoff: datetime | None = None,
         constraints: list[str] | None = None,
         annotate: bool = False,
+        excludes: list[str] | None = None,
     ) -> str:
         """Resolve `requirements` at `cutoff`; packages in `allow` up to their own date. The
         build tools are kept to those of `tools_cutoff` (default: the cutoff). With
-        `annotate`, each pin ends with `# via ...` (what asked for it)."""
+        `annotate`, each pin ends with `# via ...` (what asked for it). Packages named in
+        `excludes` are left out, even where something requires them."""
         args = ["pip", "compile", "--quiet", "--no-header"]
         args += ["--annotation-style", "line"] if annotate else ["--no-annotate"]
         args += ["--python", str(python)]
@@ -118,6 +120,10 @@ class Uv:
             path = requirements.with_name("era-constraints.txt")
             path.write_text("".join(k + "\n" for k in keep), encoding="utf-8")
             args += ["--constraints", str(path)]
+        if excludes:
+            path = requirements.with_name("excludes.txt")
+            path.write_text("".join(e + "\n" for e in excludes), encoding="utf-8")
+            args += ["--excludes", str(path)]
         args.append(str(requirements))
         return self.run("resolve dependencies", args, cwd=cwd)
 
