@@ -33,5 +33,6 @@ def test_multi_swe_bench_records(tmp_path: Path) -> None:
     assert task.PASS_TO_PASS == ["test/timezone.test.js:Diff (DST)"]
     assert task.problem_statement.startswith("Zero offset with locale")
     assert task.patch == RECORD["fix_patch"] and task.test_kind == "unit"
-    # A SWE-bench record is untouched: Python, unit tests.
-    assert (python.ecosystem, python.test_kind) == ("python", "unit")
+    # A SWE-bench record is untouched: unit tests, of the ecosystem its repository is of
+    # (ecosystems.resolve decides that when it is evaluated).
+    assert (python.ecosystem, python.test_kind) == (None, "unit")

@@ -63,6 +63,32 @@ def test_js_demo_gold_resolves_all_and_empty_none(cache_dir: Path, tmp_path: Pat
 
 @pytest.mark.sandbox
 @pytest.mark.network
+@needs_bwrap
+def test_swe_bench_rows_of_a_javascript_repository_run_as_node_tasks(
+    cache_dir: Path, tmp_path: Path
+) -> None:
+    # SWE-bench's own fields only, as a user's dataset of a JavaScript repository has them:
+    # no `ecosystem`, so the repository's package.json says it is a Node project.
+    mirror, tasks = build_demo(cache_dir / "demo", "js")
+    fields = ["instance_id", "repo", "base_commit", "problem_statement", "patch", "test_patch",
+              "FAIL_TO_PASS", "PASS_TO_PASS", "created_at", "version"]  # fmt: skip
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(t.model_dump_json(include=set(fields)) + "\n" for t in tasks))
+    assert '"ecosystem"' not in rows.read_text()
+    runs = tmp_path / "runs"
+    common = ["--cache-dir", str(cache_dir), "--runs-dir", str(runs)]
+    result = CliRunner().invoke(app, ["eval", str(rows), "--gold", "--run-id", "rows",
+                                      "--repos-dir", str(mirror.parent), *common],
+                                catch_exceptions=False)  # fmt: skip
+    assert result.exit_code == 0, result.output
+    with Store.open(runs / "runs.sqlite") as store:
+        verdicts = store.verdicts("rows")
+    assert [v.status for v in verdicts] == ["resolved"] * len(tasks), [v.reason for v in verdicts]
+    assert all(v.env_key and v.env_key.startswith("node-") for v in verdicts)
+
+
+@pytest.mark.sandbox
+@pytest.mark.network
 @pytest.mark.browser
 @needs_bwrap
 @pytest.mark.skipif(NO_BROWSER is not None, reason=f"no browser: {NO_BROWSER}")

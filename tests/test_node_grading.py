@@ -95,3 +95,16 @@ def test_an_empty_submission_never_resolves_a_node_task() -> None:
     empty = Submission(instance_id="a__b-1", model_patch="")
     sound = grade_node(task(), empty, Run(outcomes=bad, exit_code=1, patch_method="empty"))
     assert sound.status == "unresolved" and not sound.task_defect
+
+
+def test_a_runner_that_wrote_no_results_is_quoted_not_called_unfinished() -> None:
+    from swebounty.node.evaluate import _last_words
+
+    stderr = (
+        "Error: Cannot find module '../build'\nRequire stack:\n- /ws/test/a.test.js\n"
+        "    at Module._resolveFilename (node:internal/modules/cjs/loader:1140:15)\n"
+        "    at Module._load (node:internal/modules/cjs/loader:981:27)\n\nNode.js v20.11.0\n"
+    )
+    assert _last_words(stderr) == "; it said: Error: Cannot find module '../build'"
+    assert _last_words("boom\n    at f (x.js:1:1)\n") == "; it said: boom"
+    assert _last_words("") == ""

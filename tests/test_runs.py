@@ -57,6 +57,7 @@ def test_demo_gold_resolves_all_and_empty_none(cache_dir: Path, tmp_path: Path) 
     empty = _report(runs, "e")
     assert empty["resolved_instances"] == 0
     assert empty["empty_patch_instances"] == 4
+    assert empty["unresolved_instances"] == empty["completed_instances"] == 4  # they ran
     with Store.open(runs / "runs.sqlite") as store:
         for verdict in store.verdicts("e"):
             assert verdict.status == "unresolved", verdict.reason

@@ -272,17 +272,17 @@ def test_swebench_summary_fields(mixed: tuple[list[Task], list[Submission], list
     assert report == {
         "total_instances": 6,
         "submitted_instances": 6,
-        "completed_instances": 3,
+        "completed_instances": 4,
         "resolved_instances": 2,
-        "unresolved_instances": 1,
+        "unresolved_instances": 2,
         "empty_patch_instances": 1,
         "error_instances": 1,
-        "completed_ids": ["t1", "t2", "t5"],
+        "completed_ids": ["t1", "t2", "t3", "t5"],
         "incomplete_ids": ["t6"],
         "empty_patch_ids": ["t3"],
         "submitted_ids": ["ghost", "t1", "t2", "t3", "t4", "t5"],
         "resolved_ids": ["t1", "t5"],
-        "unresolved_ids": ["t2"],
+        "unresolved_ids": ["t2", "t3"],
         "error_ids": ["t4"],
         "schema_version": 2,
     }
@@ -290,6 +290,24 @@ def test_swebench_summary_fields(mixed: tuple[list[Task], list[Submission], list
     assert second["resolved_ids"] == ["t2"]
     assert second["error_ids"] == ["t1"]  # SWE-bench has no report for a patch that fails
     assert second["incomplete_ids"] == ["t3", "t4", "t5", "t6"]
+
+
+def test_swebench_summary_of_an_empty_run_says_what_ran() -> None:
+    # `eval --empty` evaluates every task with no patch: the counts say how each run went
+    # besides that the patch was empty, and an empty patch never evaluated is only that.
+    tasks = [task(f"t{i}", "a/x") for i in range(1, 5)]
+    subs = [sub(t.instance_id, patch="") for t in tasks]
+    verdicts = [
+        verdict("t1", "unresolved", empty_patch=True),
+        verdict("t2", "error", empty_patch=True, reason="no test result"),
+        verdict("t3", "error", empty_patch=True, reason="no test result"),
+    ]
+    report = swebench_summary(tasks, subs, verdicts)
+    assert report["empty_patch_ids"] == ["t1", "t2", "t3", "t4"]
+    assert report["completed_ids"] == report["unresolved_ids"] == ["t1"]
+    assert report["error_ids"] == ["t2", "t3"]
+    assert (report["completed_instances"], report["error_instances"]) == (1, 2)
+    assert report["resolved_instances"] == 0
 
 
 def test_swebench_instance_report_shapes() -> None:

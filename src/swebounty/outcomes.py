@@ -155,8 +155,10 @@ def swebench_summary(
     """The run report SWE-bench's harness writes (schema_version 2), so its tooling can read ours.
 
     SWE-bench knows one prediction per instance: this takes `attempt` (default: each task's
-    first). As in SWE-bench, an empty patch is neither completed nor an error, and a patch that
-    fails to apply or was never evaluated is an error (there is no report for it).
+    first). A patch that fails to apply or was never evaluated is an error (SWE-bench has no
+    report for it). An empty patch is counted in `empty_patch`; SWE-bench never evaluates one,
+    but swebounty does (`eval --empty` checks that a dataset's tests fail without the fix), and
+    then it is also completed (resolved or unresolved) or an error, as its verdict says.
     """
     submissions, verdicts = list(submissions), list(verdicts)
     first: dict[str, int] = {}
@@ -182,9 +184,12 @@ def swebench_summary(
             ids["incomplete"].add(iid)
             continue
         ids["submitted"].add(iid)
-        if (sub is not None and sub.is_empty) or (verdict is not None and verdict.empty_patch):
+        empty = (sub is not None and sub.is_empty) or (verdict is not None and verdict.empty_patch)
+        if empty:
             ids["empty_patch"].add(iid)
-        elif verdict is None or verdict.status in ("error", "patch_failed"):
+        if empty and verdict is None:
+            continue  # not evaluated: nothing else to say about it
+        if verdict is None or verdict.status in ("error", "patch_failed"):
             ids["error"].add(iid)
         else:
             ids["completed"].add(iid)

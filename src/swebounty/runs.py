@@ -22,9 +22,12 @@ from pathlib import Path
 from typing import Protocol
 
 from swebounty.baseline import attribute, defect_at_base, excuse, remember_base
+from swebounty.ecosystems import EcosystemError
+from swebounty.ecosystems import resolve as resolve_ecosystem
 from swebounty.evalcontext import EvalContext
 from swebounty.grading import HACK_FLAGS, grade
 from swebounty.outcomes import swebench_instance_report
+from swebounty.repos import RepoError
 from swebounty.sandbox._process import kill_running
 from swebounty.store import Store
 from swebounty.tasks import RecordError, Submission, Task
@@ -65,6 +68,12 @@ def log_dir_for(runs_dir: Path, run_id: str, instance_id: str, attempt: int) -> 
 def evaluate_one(task: Task, submission: Submission, ctx: EvalContext, log_dir: Path) -> Verdict:
     """Grade one submission in a fresh workspace."""
     start = time.monotonic()
+    try:
+        task = resolve_ecosystem(task, repos_dir=ctx.repos_dir, cache_dir=ctx.cache_dir)
+    except (EcosystemError, RepoError) as exc:
+        verdict = grade(task, submission, outcomes=None, exit_code=None, patch_method=None,
+                        infra_error=str(exc))  # fmt: skip
+        return _finish(verdict, submission, ctx, log_dir, start)
     if task.kind == "pick":
         verdict = grade(task, submission, outcomes=None, exit_code=None, patch_method=None)
     elif task.ecosystem == "node":
@@ -104,6 +113,13 @@ def evaluate_one(task: Task, submission: Submission, ctx: EvalContext, log_dir: 
         if submission.is_empty:
             remember_base(task, ctx, tr, log_dir)  # the very run a base run would make
         verdict = defect_at_base(task, excuse(task, verdict, tr, ctx), tr, ctx)
+    return _finish(verdict, submission, ctx, log_dir, start)
+
+
+def _finish(
+    verdict: Verdict, submission: Submission, ctx: EvalContext, log_dir: Path, start: float
+) -> Verdict:
+    """Stamp where and how long `verdict` was made, and write it beside the logs."""
     verdict.seconds = time.monotonic() - start
     verdict.log_dir = str(log_dir)
     verdict.sandbox = ctx.sandbox.name

@@ -97,8 +97,10 @@ class Task(BaseModel):
     accepted_proposal: int | None = Field(None, description="pick tasks: index of the real choice")
     env_spec: EnvSpec | None = None
     repo_url: str | None = Field(None, description="where to clone from, if not GitHub")
-    ecosystem: Literal["python", "node"] = Field(
-        "python", description="the language of the repository: Python or JavaScript/TypeScript"
+    ecosystem: Literal["python", "node"] | None = Field(
+        None,
+        description="the language of the repository: Python or JavaScript/TypeScript; "
+        "unset, the repository's files at the base commit decide (ecosystems.py)",
     )
     test_kind: Literal["unit", "e2e"] = Field(
         "unit",

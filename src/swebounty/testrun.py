@@ -27,6 +27,8 @@ from typing import Protocol
 
 from swebounty import bytecode, fontcache, pristine, safefs
 from swebounty.diffs import PatchError, files_in_patch
+from swebounty.ecosystems import EcosystemError
+from swebounty.ecosystems import resolve as resolve_ecosystem
 from swebounty.envs import EnvBuildError, Environment, EnvManager, TaskEnv
 from swebounty.grading import unusable
 from swebounty.integrity import (
@@ -125,8 +127,11 @@ def run_tests(task: Task, patch: str, ctx: RunContext, log_dir: Path) -> TestRun
     scratch = ctx.work_dir / f"{task.instance_id}-{uuid.uuid4().hex[:8]}"
     crash: str | None = None
     try:
+        task = resolve_ecosystem(task, repos_dir=ctx.repos_dir, cache_dir=ctx.cache_dir)
         crash = _run_tests_in(task, patch, ctx, log_dir, scratch, result)
-    except (RepoError, EnvBuildError, SandboxError, IntegrityError, ServiceError) as exc:
+    except (
+        RepoError, EcosystemError, EnvBuildError, SandboxError, IntegrityError, ServiceError
+    ) as exc:  # fmt: skip
         result.error = str(exc)
     except Exception as exc:  # a harness bug must not take the run down with it
         cancelled = getattr(ctx, "cancelled", None)  # EvalContext's, set by Ctrl-C

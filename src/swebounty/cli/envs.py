@@ -106,6 +106,8 @@ def envs_build(
     """Build (or find cached) the environment of every task, ahead of a run."""
     from rich.table import Table
 
+    from swebounty.ecosystems import EcosystemError
+    from swebounty.ecosystems import resolve as resolve_ecosystem
     from swebounty.envs import EnvBuildError
     from swebounty.evalcontext import EvalContext
     from swebounty.repos import RepoError
@@ -143,6 +145,7 @@ def envs_build(
         for task in tasks:
             bars.update(bar, description=task.instance_id)
             try:
+                task = resolve_ecosystem(task, repos_dir=ctx.repos_dir, cache_dir=ctx.cache_dir)
                 if task.ecosystem == "node":
                     from swebounty.node.evaluate import build_node_env
 
@@ -153,7 +156,7 @@ def envs_build(
                     env = build_task_env(task, ctx)
                     runtime, key, seconds = env.interpreter, env.key[:16], env.build_seconds
                 table.add_row(task.instance_id, key, runtime, f"{seconds:.1f}", "")
-            except (RepoError, EnvBuildError) as exc:
+            except (RepoError, EcosystemError, EnvBuildError) as exc:
                 failed += 1
                 table.add_row(task.instance_id, "-", "-", "-", str(exc).splitlines()[0])
             bars.advance(bar)

@@ -246,12 +246,14 @@ def validate_job(spec: WorkerSpec, task: Task, runs: int) -> Shipped:
 def build_job(spec: WorkerSpec, task: Task) -> Shipped:
     """Build (or find) the environment `task` needs in this node's cache: its value is the
     environment's key, or why it failed (the evaluations report that themselves)."""
+    from swebounty.ecosystems import resolve as resolve_ecosystem
     from swebounty.runs import build_task_env
 
     start = time.monotonic()
     ctx = worker_context(spec)
     try:
         _with_demo(spec, ctx, task)
+        task = resolve_ecosystem(task, repos_dir=ctx.repos_dir, cache_dir=ctx.cache_dir)
         if task.ecosystem == "node":
             from swebounty.node.evaluate import build_node_env
 

@@ -58,6 +58,9 @@ TEST_CONFIG = re.compile(
 )
 _PACKAGE_TEST_KEYS = ("jest", "mocha", "vitest", "ava", "c8", "nyc")
 
+_ERROR_LINE = re.compile(r"^(\w+(Error|Exception)|Error|error|ERR!?)\b.*:")
+_NOISE = re.compile(r"^(at |\^+$|Node\.js v\d|-+$|npm (ERR|error)!?\s*$)")
+
 _node_envs: dict[Path, NodeEnvs] = {}
 
 
@@ -285,6 +288,8 @@ def run_node_tests(
         except JUnitError as exc:
             log.warning("%s: %s", task.instance_id, exc)
         problem = cross_check(call.runner, run.returncode, js)
+        if problem and js is None:
+            problem += f" after {run.seconds:.1f} s{_last_words(run.stderr)}"
         if problem:
             where = " ".join(f"{k}={v}" for k, v in call.env.items())
             problems.append(problem if i == 0 else f"run {i + 1} ({where}): {problem}")
@@ -316,6 +321,17 @@ def _concerns(call: RunnerCall, files: list[str]) -> bool:
             elif re.search(path, f):
                 return True
     return False
+
+
+def _last_words(stderr: str) -> str:
+    """What the runner last said on stderr, to say why it wrote no results: its last error
+    line (`Error: Cannot find module '../build'`), else its last line that is not a stack
+    frame, a caret, nor the `Node.js v20.1.0` line node ends a crash with."""
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    lines = [ln for ln in lines if not _NOISE.match(ln)]
+    errors = [ln for ln in lines if _ERROR_LINE.match(ln)]
+    said = errors or lines
+    return f"; it said: {said[-1][:300]}" if said else ""
 
 
 def _file_prefix(test_id: str) -> str:

@@ -78,7 +78,7 @@ def read_untrusted(path: Path, max_bytes: int = MAX_RESULT_BYTES) -> bytes:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError as exc:
-        raise JUnitError(f"no results at {path}: the test run did not finish") from exc
+        raise JUnitError(f"no results at {path}: the runner wrote none") from exc
     except OSError as exc:
         raise JUnitError(f"cannot open {path} safely ({exc}); refusing it") from exc
     try:

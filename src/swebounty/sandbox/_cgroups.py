@@ -110,6 +110,24 @@ def _harness_tag() -> str:
     return f"h{_pid_namespace()}.{os.getpid()}"
 
 
+def harness_tag() -> str:
+    """This harness process's tag (pid namespace and pid), put in the names of what it makes
+    on the host so that another harness can tell whether its maker still runs."""
+    return _harness_tag()
+
+
+_TAG = re.compile(r"h(\d+)\.(\d+)-")
+
+
+def maker_died(name_rest: str) -> bool | None:
+    """Whether the harness whose tag starts `name_rest` has died: None when the name carries
+    no tag (made by an older swebounty) or one of another pid namespace (not ours to judge)."""
+    found = _TAG.match(name_rest)
+    if found is None or int(found[1]) != _pid_namespace():
+        return None
+    return not _alive(int(found[2]))
+
+
 _OWNED = re.compile(rf"{_PREFIX}h(\d+)\.(\d+)-[0-9a-f]{{12}}")
 
 
