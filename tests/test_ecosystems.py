@@ -9,7 +9,7 @@ import pytest
 
 from repo_helpers import git_repo
 from swebounty.ecosystems import EcosystemError, code_ecosystem, decide, resolve
-from swebounty.tasks import Task
+from swebounty.tasks import EnvSpec, Task
 
 
 def _diff(path: str) -> str:
@@ -62,6 +62,14 @@ def test_a_swe_bench_row_of_a_javascript_repository_is_a_node_task(tmp_path: Pat
 def test_a_repository_that_does_not_say_asks_for_the_field(tmp_path: Path) -> None:
     repos = tmp_path / "repos"
     git_repo(repos / "o__r", {"README.md": "notes\n"})
-    task = _task(repos / "o__r", patch=_diff("README.md"))
+    task = _task(repos / "o__r", patch=_diff("README.md"), FAIL_TO_PASS=["it works"])
     with pytest.raises(EcosystemError, match=r'add "ecosystem": "python" or "ecosystem": "node"'):
         resolve(task, repos_dir=repos, cache_dir=tmp_path / "cache")
+    # What the task itself says is enough: the files its test ids name, its environment spec.
+    by_id = task.model_copy(update={"FAIL_TO_PASS": ["tests/test_a.py::test_b[x-y]"]})
+    assert resolve(by_id, repos_dir=repos, cache_dir=tmp_path / "cache").ecosystem == "python"
+    by_id = task.model_copy(update={"FAIL_TO_PASS": ["test/a.test.ts:suite title"]})
+    assert resolve(by_id, repos_dir=repos, cache_dir=tmp_path / "cache").ecosystem == "node"
+    spec = EnvSpec(node="20")
+    by_spec = task.model_copy(update={"env_spec": spec, "repo": "gone/nowhere"})
+    assert resolve(by_spec, repos_dir=repos, cache_dir=tmp_path / "cache").ecosystem == "node"

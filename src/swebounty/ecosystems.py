@@ -4,7 +4,8 @@ A task that names none — a SWE-bench-format row, which has no such field — i
 repository at the base commit: a `package.json` at the root and no Python packaging there is a
 Node project, Python packaging and no `package.json` a Python one. A root with both (django
 keeps a package.json for its JavaScript tests) or neither is decided by the code the task's
-patches change; when that says nothing either, the task is refused with the field to add.
+patches change and its test ids name. A task whose environment spec says (a Python version, a
+Node version) needs no look. When nothing says, the task is refused with the field to add.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ PYTHON_MARKERS = frozenset(
 )
 _JS_CODE = re.compile(r"\.(?:[cm]?[jt]sx?|vue|svelte)$")
 _DIFF_PATH = re.compile(r"^diff --git a/(\S+)", re.M)
+_ID_PATH = re.compile(r"^([\w@.+/-]+\.(?:pyi?|[cm]?[jt]sx?))(?:::|:|$)")
 
 
 class EcosystemError(ValueError):
@@ -52,30 +54,51 @@ def decide(root: Iterable[str], patch_paths: Sequence[str]) -> Ecosystem | None:
     return code_ecosystem(patch_paths)
 
 
-def patch_paths(task: Task) -> list[str]:
-    """The files the task's test patch and reference patch change, tests first."""
-    return _DIFF_PATH.findall(task.test_patch) + _DIFF_PATH.findall(task.patch)
+def code_paths(task: Task) -> list[str]:
+    """The files the task's test patch and reference patch change, and those its test ids
+    name (`tests/t.py::test_a`, `test/a.test.js:title`)."""
+    paths = _DIFF_PATH.findall(task.test_patch) + _DIFF_PATH.findall(task.patch)
+    for test_id in task.FAIL_TO_PASS + task.PASS_TO_PASS:
+        named = _ID_PATH.match(test_id)
+        if named:
+            paths.append(named[1])
+    return paths
+
+
+def declared(task: Task) -> Ecosystem | None:
+    """What the task's environment spec implies: a Python version or pip installs, or a Node
+    version or an app to start."""
+    spec = task.env_spec
+    if spec is None:
+        return None
+    python = bool(spec.python or spec.install or spec.extras or spec.requirements)
+    node = bool(spec.node or spec.app_cmd)
+    return None if python == node else ("python" if python else "node")
 
 
 def resolve(task: Task, *, repos_dir: Path | None, cache_dir: Path) -> Task:
     """`task` with its ecosystem set: as given, else decided from its repository (a copy)."""
     if task.ecosystem is not None or task.kind == "pick":
         return task
+    if declared(task):
+        return task.model_copy(update={"ecosystem": declared(task)})
     mirror = ensure_mirror(
         task.repo, repos_dir=repos_dir, cache_dir=cache_dir, url=task.repo_url,
         commits=[task.base_commit],
     )  # fmt: skip
     root = _root_names(str(mirror), task.base_commit)
-    found = decide(root, patch_paths(task))
+    found = decide(root, code_paths(task))
     if found is None:
-        both = NODE_MARKERS | PYTHON_MARKERS
-        held = sorted(both & set(root))
-        what = f"its root holds {', '.join(held)}" if held else "its root has no package.json, "
-        what += "" if held else "pyproject.toml, setup.py or setup.cfg"
+        held = sorted((NODE_MARKERS | PYTHON_MARKERS) & set(root))
+        what = (
+            f"its root holds {', '.join(held)}"
+            if held
+            else "its root has no package.json, pyproject.toml, setup.py or setup.cfg"
+        )
         raise EcosystemError(
             f"cannot tell whether {task.repo} at {task.base_commit[:12]} is a Python or a "
-            f"JavaScript/TypeScript project ({what}, and the task's patches change no code "
-            'that says): add "ecosystem": "python" or "ecosystem": "node" to the task'
+            f"JavaScript/TypeScript project ({what}, and neither its patches nor its test ids "
+            'name code that says): add "ecosystem": "python" or "ecosystem": "node" to the task'
         )
     return task.model_copy(update={"ecosystem": found})
 

@@ -17,7 +17,7 @@ import pytest
 from sandbox.helpers import World, _require_bwrap, _run
 from swebounty.sandbox import BwrapSandbox, RunResult
 from swebounty.sandbox._cgroups import harness_tag
-from swebounty.sandbox.bwrap import STAGE_PREFIX, sweep_stage_dirs
+from swebounty.sandbox._stage import STAGE_PREFIX, sweep_stage_dirs
 
 LONG_AGO = time.time() - 3 * 86400
 

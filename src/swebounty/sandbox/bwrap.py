@@ -29,9 +29,10 @@ from typing import Any
 
 from swebounty import safefs
 from swebounty.sandbox import seccomp
-from swebounty.sandbox._cgroups import harness_tag, maker_died
+from swebounty.sandbox._cgroups import harness_tag
 from swebounty.sandbox._lease import leased_uid
 from swebounty.sandbox._process import CHANNEL_ENV, Launch, SandboxError, open_channel, run_launch
+from swebounty.sandbox._stage import STAGE_PREFIX, sweep_once
 from swebounty.sandbox.base import HOST_NAME, Mount, Policy, RunResult
 
 log = logging.getLogger(__name__)
@@ -59,10 +60,6 @@ def _namespace_busy(result: RunResult) -> bool:
 SANDBOX_USER = "swebounty"  # the leased uid's name inside (getpass.getuser(), ~ expansion)
 HOSTNAME = "sandbox"
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
-STAGE_PREFIX = "swebounty-stage-"
-# A stage dir that names no live maker is removed only when older than this: a day, beyond any
-# run's timeout.
-_UNOWNED_AGE_S = 86400.0
 # Top-level system entries bound read-only (or re-created as links on merged-/usr systems).
 _SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc")
 
@@ -208,7 +205,7 @@ class BwrapSandbox:
         try:
             stage_binds: list[list[str]] = []
             if self.as_root:
-                _sweep_stage_dirs()
+                sweep_once()
                 stage_dir = tempfile.mkdtemp(prefix=f"{STAGE_PREFIX}{harness_tag()}-")
             bwrap_exe = str(self.bwrap)
             if stage_dir and self._bwrap_is_wheel():
@@ -349,34 +346,6 @@ def _etc_files(uid: int, gid: int, stand_ins: tuple[str, ...] = ()) -> dict[str,
     )
     group = _with_entry("/etc/group", f"{user}:x:{gid}:", f"{user}:")
     return {"/etc/hosts": hosts, "/etc/passwd": passwd, "/etc/group": group}
-
-
-@functools.lru_cache(maxsize=1)
-def _sweep_stage_dirs() -> None:
-    """Empty stage dirs left on the host by a harness killed mid-run (once per process)."""
-    sweep_stage_dirs(Path(tempfile.gettempdir()))
-
-
-def sweep_stage_dirs(parent: Path) -> int:
-    """Remove the empty stage dirs in `parent` whose harness has died; returns how many.
-
-    A live run's stage looks empty from the host (its tmpfs is mounted in the launcher's own
-    mount namespace), so neither emptiness nor age says it is left over: only its maker's death
-    does (its name carries the maker's pid, `harness_tag`). A dir without that tag (an older
-    swebounty) or of another pid namespace goes only when older than any run can last.
-    """
-    removed, now = 0, time.time()
-    for path in parent.glob(f"{STAGE_PREFIX}*"):
-        died = maker_died(path.name[len(STAGE_PREFIX) :])
-        try:
-            if died is False or (died is None and now - path.lstat().st_mtime < _UNOWNED_AGE_S):
-                continue
-            path.rmdir()  # only an empty directory, never a link's target
-        except OSError:
-            continue
-        removed += 1
-        log.info("removed %s, left by a dead harness", path)
-    return removed
 
 
 @functools.lru_cache(maxsize=4)
