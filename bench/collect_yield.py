@@ -19,8 +19,8 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from swebounty.collect.batch import validate
 from swebounty.collect.pipeline import CollectOptions, collect, parse_repo_arg
-from swebounty.collect.validate import validate
 from swebounty.evalcontext import EvalContext
 from swebounty.tasks import load_tasks
 

@@ -90,6 +90,17 @@ def test_validation_finds_the_expected_tests(pipeline: Pipeline) -> None:
     assert (tasks["acme__widget-13"].model_extra or {})["validation"]["before_per_file"] == "import"
 
 
+def test_validate_writes_the_yield_funnel(pipeline: Pipeline) -> None:
+    funnel = json.loads((pipeline.root / "tasks.funnel.json").read_text())
+    widget = funnel["repos"]["acme/widget"]
+    assert (widget["fixes"], widget["candidates"], widget["valid"]) == (13, 8, 7)
+    assert widget["fail_to_pass"] == 7 and widget["pending"] == 0
+    assert widget["dropped"]["no failing test"]["example"]["instance_id"] == "acme__widget-12"
+    costs = widget["costs"]
+    assert costs["validated"] == 8 and costs["cpu_seconds"] > 0 and costs["environments"] >= 1
+    assert funnel["last_run"]["costs"]["environments"]["used"] >= 1
+
+
 def test_validation_resumes_without_rerunning(pipeline: Pipeline) -> None:
     cli = typer.Typer()
     register(cli)

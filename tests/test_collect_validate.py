@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
+from swebounty.collect.batch import validate
 from swebounty.collect.per_file import crashed, patch_for_file, split_patch
-from swebounty.collect.validate import Rejected, classify, validate, validate_one
+from swebounty.collect.validate import Rejected, classify, validate_one
 from swebounty.tasks import Task, load_tasks
 from swebounty.testing import test_files
 

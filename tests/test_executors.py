@@ -268,7 +268,7 @@ def test_agent_attempts_on_ray_equal_the_local_ones(cache_dir: Path, tmp_path: P
 @on_ray
 @pytest.mark.usefixtures("ray_cluster")
 def test_validation_on_ray_equals_the_local_one(cache_dir: Path, tmp_path: Path) -> None:
-    from swebounty.collect.validate import validate
+    from swebounty.collect.batch import validate
     from swebounty.evalcontext import EvalContext
     from swebounty.executors import open_executor
     from swebounty.tasks import load_tasks

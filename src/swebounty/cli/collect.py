@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from swebounty.cli import seal
+from swebounty.cli import funnel, seal
 from swebounty.cli._common import (
     AddressOpt,
     CacheOpt,
@@ -282,12 +282,21 @@ def validate_cmd(
     fresh: Annotated[
         bool, typer.Option(help="start over instead of resuming from the output files")
     ] = False,
+    max_f2p: Annotated[
+        int, typer.Option(help="reject a task with more FAIL_TO_PASS tests (not one change)")
+    ] = 40,
     verbose: VerboseOpt = False,
     quiet: QuietOpt = False,
     log_level: LogLevelOpt = None,
 ) -> None:
-    """Run each candidate's tests before and after its reference patch; keep the valid ones."""
-    from swebounty.collect.validate import validate
+    """Run each candidate's tests before and after its reference patch; keep the valid ones.
+
+    Prints the yield funnel (and writes it to <output stem>.funnel.json)."""
+    from swebounty.cli.funnel import print_funnel
+    from swebounty.collect.batch import validate
+    from swebounty.collect.funnel import compute, funnel_path
+    from swebounty.collect.funnel import write as write_funnel
+    from swebounty.collect.gates import Gates
     from swebounty.evalcontext import EvalContext
     from swebounty.executors import ExecutorError, open_executor
     from swebounty.tasks import load_tasks
@@ -341,6 +350,7 @@ def validate_cmd(
             on_done=on_done,
             fresh=fresh,
             executor=remote,
+            gates=Gates(max_fail_to_pass=max_f2p),
         )
         bars.update(bar, completed=len(tasks))
     console.print(
@@ -348,6 +358,12 @@ def validate_cmd(
         f"({summary.resumed} decided before) in {summary.seconds:.0f} s -> {output}; "
         f"rejected: {summary.rejected or 'none'}"
     )
+    numbers = compute(candidates, output)
+    numbers["last_run"] = summary.as_dict()
+    write_funnel(numbers, funnel_path(output))
+    if not quiet:
+        print_funnel(numbers)
+    console.print(f"funnel -> {funnel_path(output)}")
 
 
 def register(app: typer.Typer) -> None:
@@ -355,3 +371,4 @@ def register(app: typer.Typer) -> None:
     app.command("collect")(collect_cmd)
     app.command("validate")(validate_cmd)
     seal.register(app)
+    funnel.register(app)

@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from swebounty.collect.filters import FilterConfig, check
+from swebounty.collect.gates import change_id, known_changes
 from swebounty.collect.github import GitHubAuthError, GitHubClient, GitHubError
 from swebounty.collect.mining import (
     Fix,
@@ -151,6 +152,7 @@ def collect(
     if any(s.api for s in sources) and client is None:
         raise ValueError("owner/name sources need a GitHub client (API mode)")
     repo_log = RepoLog(repo_log_path(output), fresh=fresh)
+    changes = known_changes(sink.partial)  # change id -> first candidate, for duplicates
     for source in sources:
         repo = source.repo or repo_slug(source.path)
         record = RepoRecord(repo=repo, clone=None if source.problem else str(source.path))
@@ -159,7 +161,7 @@ def collect(
         try:
             if source.problem:
                 raise GitError(source.problem)
-            _mine_one(source, repo, options, client, sink, summary, record, on_fix)
+            _mine_one(source, repo, options, client, sink, summary, record, changes, on_fix)
         except GitHubAuthError:
             raise  # a refused token refuses every repository: stop, resumable
         except GitHubError as exc:
@@ -195,9 +197,11 @@ def _mine_one(
     sink: Sink,
     summary: CollectSummary,
     record: RepoRecord,
+    changes: dict[str, str],
     on_fix: Callable[[str, str], None] | None,
 ) -> None:
-    """Every fix of one repository, decided and written to `sink`."""
+    """Every fix of one repository, decided and written to `sink`; a change already collected
+    (`changes`: change id -> instance id) is a duplicate."""
     fixes = _api_fixes(source, repo, options, client) if source.api and client else (
         (f, None) for f in mine_fixes(source.path, options.since, options.until, repo=repo,
                                       direct_commits=options.direct_commits)
@@ -214,6 +218,10 @@ def _mine_one(
                 task = _candidate(fix, iid, pr, options, client if source.api else None)
             except GitError as exc:  # one unreadable commit: that fix, not the repository
                 raise _Reject("git", (str(exc) or "git failed").splitlines()[0]) from exc
+            cid = str((task.model_extra or {}).get("change_id"))
+            if cid in changes:
+                raise _Reject("duplicate", f"the same change as {changes[cid]} (cherry-pick)")
+            changes[cid] = iid
         except _Reject as rej:
             summary.rejected[rej.stage] += 1
             sink.reject(_reject_record(iid, fix, rej))
@@ -303,6 +311,7 @@ def _candidate(
         "code_files": split.paths("code"),
         "test_files": split.paths("test"),
         "binary_files": split.binary_files,
+        "change_id": change_id(split.patch, split.test_patch),
     }
     statement, hints = fix.message, ""
     if client is not None and pr is not None:

@@ -26,13 +26,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from swebounty.collect.costs import Meter
+from swebounty.collect.gates import network_failures
 from swebounty.collect.per_file import crashed, patch_for_file, same_file
-from swebounty.collect.sink import Sink
 from swebounty.tasks import Task
 
 if TYPE_CHECKING:
@@ -58,14 +58,17 @@ Runner = Callable[[Task, str, "EvalContext", Path], _TestRun]
 
 
 class Rejected(Exception):
-    def __init__(self, stage: str, reason: str) -> None:
+    """Why a candidate is not a task; `facts` says what validating it cost (costs.py)."""
+
+    def __init__(self, stage: str, reason: str, facts: dict[str, Any] | None = None) -> None:
         super().__init__(reason)
         self.stage = stage
         self.reason = reason
+        self.facts: dict[str, Any] = dict(facts or {})
 
-    def __reduce__(self) -> tuple[type[Rejected], tuple[str, str]]:
-        # Pickled as (stage, reason): a Ray worker returns it to the driver.
-        return Rejected, (self.stage, self.reason)
+    def __reduce__(self) -> tuple[type[Rejected], tuple[str, str, dict[str, Any]]]:
+        # Pickled as (stage, reason, facts): a Ray worker returns it to the driver.
+        return Rejected, (self.stage, self.reason, self.facts)
 
 
 @dataclass
@@ -190,8 +193,10 @@ def validate_one(
     *,
     runs: int = 3,
     runner: Runner | None = None,
+    facts: dict[str, Any] | None = None,
 ) -> Task:
-    """The task with FAIL_TO_PASS, PASS_TO_PASS, flaky_tests and validation set, or Rejected."""
+    """The task with FAIL_TO_PASS, PASS_TO_PASS, flaky_tests and validation set, or Rejected.
+    `facts` gets the environment key as soon as a run names it (kept for a rejection too)."""
     if runner is None:
         from swebounty.runs import run_tests
 
@@ -206,7 +211,17 @@ def validate_one(
         # Nothing the harness would run: say so now rather than as six failed runs.
         raise Rejected("tests", "the test patch changes no test module the harness can run")
     start = time.monotonic()
+    facts = {} if facts is None else facts
+    network: dict[str, str] = {}
+
+    def after_run(i: int) -> dict[str, str]:
+        run = runner(task, task.patch, ctx, log_dir / f"after-{i}")
+        facts.setdefault("env_key", getattr(run, "env_key", None))
+        network.update(network_failures(run.outcomes))
+        return _check(run, "after")
+
     probe = runner(task, "", ctx, log_dir / "before-1")
+    facts["env_key"] = getattr(probe, "env_key", None)
     reason = _per_file_reason(probe, files)
     before: list[dict[str, str]] = []
     after: list[dict[str, str]] = []
@@ -214,7 +229,7 @@ def validate_one(
         # Run 1's whole before-run is the probe; per-module reruns wait for a clean after-run.
         a: dict[str, str] | None = None
         if i == 1:
-            a = _check(runner(task, task.patch, ctx, log_dir / "after-1"), "after")
+            a = after_run(1)
             if reason == "import":
                 _check_import_fixed(probe, a)
         b = _before(
@@ -228,16 +243,25 @@ def validate_one(
             probe=probe if i == 1 else None,
         )
         if a is None:
-            a = _check(runner(task, task.patch, ctx, log_dir / f"after-{i}"), "after")
+            a = after_run(i)
         before.append(b)
         after.append(a)
         result = classify(before, after)
         if not result.fail_to_pass:
+            if network:
+                tid, evidence = next(iter(sorted(network.items())))
+                raise Rejected(
+                    "network",
+                    f"{len(network)} test(s) fail for want of the network, offline grading "
+                    f"cannot use them ({tid}: {evidence})",
+                )
             why = "flaky" if result.flaky and i > 1 else "no test fails before and passes after"
             raise Rejected("no_f2p", f"no FAIL_TO_PASS after {i} run(s) each ({why})")
     validation: dict[str, Any] = {"runs": runs, "seconds": round(time.monotonic() - start, 1)}
     if reason is not None:
         validation["before_per_file"] = reason
+    if network:
+        validation["network_tests"] = sorted(network)
     return task.model_copy(
         update={
             "FAIL_TO_PASS": result.fail_to_pass,
@@ -251,110 +275,17 @@ def validate_one(
 def validate_or_reject(
     task: Task, ctx: EvalContext, log_dir: Path, runs: int = 3, runner: Runner | None = None
 ) -> Task | Rejected:
-    """`validate_one`, with its rejection (or a crash of the harness) as the result."""
+    """`validate_one`, with its rejection (or a crash of the harness) as the result; either
+    carries what it cost (`validation` of a task, `facts` of a rejection)."""
+    meter = Meter()
+    facts: dict[str, Any] = {}
     try:
-        return validate_one(task, ctx, log_dir, runs=runs, runner=runner)
+        task = validate_one(task, ctx, log_dir, runs=runs, runner=runner, facts=facts)
     except Rejected as rej:
+        rej.facts.update(facts, **meter.read())
         return rej
     except Exception as exc:  # one broken candidate must not stop the others
         log.exception("%s: validation crashed", task.instance_id)
-        return Rejected("infra", f"harness error: {type(exc).__name__}: {exc}")
-
-
-class ValidateExecutor(Protocol):
-    """Validates candidates elsewhere than this process's thread pool (executors/: Ray); each
-    result comes back to `record`, in this process."""
-
-    def validate(
-        self,
-        todo: list[Task],
-        ctx: EvalContext,
-        runs: int,
-        log_root: Path,
-        record: Callable[[Task, Task | Rejected], None],
-    ) -> None: ...
-
-
-@dataclass
-class ValidateSummary:
-    candidates: int = 0
-    valid: int = 0
-    resumed: int = 0
-    rejected: dict[str, int] = field(default_factory=dict)
-    seconds: float = 0.0
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "candidates": self.candidates,
-            "valid": self.valid,
-            "resumed": self.resumed,
-            "rejected": self.rejected,
-            "seconds": round(self.seconds, 1),
-        }
-
-
-def validate(
-    candidates: list[Task],
-    output: Path,
-    ctx: EvalContext,
-    *,
-    rejects: Path | None = None,
-    log_root: Path | None = None,
-    runs: int = 3,
-    workers: int = 1,
-    retry_errors: bool = False,
-    runner: Runner | None = None,
-    on_done: Callable[[str, str], None] | None = None,
-    fresh: bool = False,
-    executor: ValidateExecutor | None = None,
-) -> ValidateSummary:
-    """Validate every candidate not already decided in `output`/`rejects` (resumable), in
-    parallel across `workers` (or on `executor`'s cluster). `on_done(instance_id, outcome)`
-    reports each one."""
-    rejects = rejects or output.with_name(output.stem + ".rejects.jsonl")
-    log_root = log_root or ctx.runs_dir / "validate"
-    sink = Sink(
-        output,
-        rejects,
-        forget=(lambda r: r.get("stage") == "infra") if retry_errors else None,
-        fresh=fresh,
-        only={t.instance_id for t in candidates},
-    )
-    summary = ValidateSummary(candidates=len(candidates))
-    todo = [t for t in candidates if t.instance_id not in sink.known]
-    summary.resumed = len(candidates) - len(todo)
-    start = time.monotonic()
-
-    def record(task: Task, result: Task | Rejected) -> None:
-        if isinstance(result, Rejected):
-            sink.reject(
-                {
-                    "instance_id": task.instance_id,
-                    "repo": task.repo,
-                    "stage": result.stage,
-                    "reason": result.reason,
-                    "log_dir": str(log_root / task.instance_id),
-                }
-            )
-            summary.rejected[result.stage] = summary.rejected.get(result.stage, 0) + 1
-            outcome = f"rejected: {result.reason}"
-        else:
-            sink.add(result)
-            summary.valid += 1
-            outcome = f"valid: {len(result.FAIL_TO_PASS)} F2P, {len(result.PASS_TO_PASS)} P2P"
-        if on_done is not None:
-            on_done(task.instance_id, outcome)
-
-    if executor is not None:
-        executor.validate(todo, ctx, runs, log_root, record)
-    else:
-        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-            futures = {
-                pool.submit(validate_or_reject, t, ctx, log_root / t.instance_id, runs, runner): t
-                for t in todo
-            }
-            for future in as_completed(futures):
-                record(futures[future], future.result())
-    sink.finish()
-    summary.seconds = time.monotonic() - start
-    return summary
+        return Rejected("infra", f"harness error: {type(exc).__name__}: {exc}", meter.read())
+    validation = {**((task.model_extra or {}).get("validation") or {}), **facts, **meter.read()}
+    return task.model_copy(update={"validation": validation})

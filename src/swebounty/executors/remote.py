@@ -1,7 +1,7 @@
 """The driver's side of a cluster run: jobs out, outcomes in, the store written here alone.
 
 `RemoteExecutor` is what `evaluate_run` (runs.Executor), `run_agent` (attempts.AgentExecutor)
-and `validate` (validate.ValidateExecutor) hand their pending work to. Each outcome is handled
+and `validate` (batch.ValidateExecutor) hand their pending work to. Each outcome is handled
 the moment it arrives, in this process, exactly as the local pool handles its own: the logs the
 worker shipped are written under the runs directory, the verdict (or attempt, or validated
 task) is committed, the progress callback runs. A job the cluster lost becomes an infrastructure

@@ -1,0 +1,161 @@
+"""Validate a file of candidates: every one not decided yet, in parallel, resumably.
+
+One candidate's validation is validate.py's; here: the order (one repository after another in
+turn), the output and rejects files (sink.py: a killed run loses nothing and decides nothing
+twice), the gates that judge a validated task as a whole (gates.py), each reject's failure
+class (funnel.py) and what the run cost (costs.py).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from swebounty.collect.costs import RunMeter, env_usage, ready_envs
+from swebounty.collect.funnel import failure_class
+from swebounty.collect.gates import Gates, too_many_f2p
+from swebounty.collect.sink import Sink
+from swebounty.collect.validate import Rejected, Runner, validate_or_reject
+from swebounty.tasks import Task
+
+if TYPE_CHECKING:
+    from swebounty.evalcontext import EvalContext
+
+
+class ValidateExecutor(Protocol):
+    """Validates candidates elsewhere than this process's thread pool (executors/: Ray); each
+    result comes back to `record`, in this process."""
+
+    def validate(
+        self,
+        todo: list[Task],
+        ctx: EvalContext,
+        runs: int,
+        log_root: Path,
+        record: Callable[[Task, Task | Rejected], None],
+    ) -> None: ...
+
+
+@dataclass
+class ValidateSummary:
+    candidates: int = 0
+    valid: int = 0
+    resumed: int = 0
+    rejected: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    costs: dict[str, Any] = field(default_factory=dict)  # this run's: costs.RunMeter, env_usage
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "candidates": self.candidates,
+            "valid": self.valid,
+            "resumed": self.resumed,
+            "rejected": self.rejected,
+            "seconds": round(self.seconds, 1),
+            "costs": self.costs,
+        }
+
+
+def interleave(tasks: list[Task]) -> list[Task]:
+    """One candidate of each repository in turn: a run stopped early (or a slow repository)
+    still leaves results spread over every repository."""
+    by_repo: dict[str, list[Task]] = {}
+    for t in tasks:
+        by_repo.setdefault(t.repo, []).append(t)
+    queues = list(by_repo.values())
+    out: list[Task] = []
+    for i in range(max((len(q) for q in queues), default=0)):
+        out += [q[i] for q in queues if i < len(q)]
+    return out
+
+
+def validate(
+    candidates: list[Task],
+    output: Path,
+    ctx: EvalContext,
+    *,
+    rejects: Path | None = None,
+    log_root: Path | None = None,
+    runs: int = 3,
+    workers: int = 1,
+    retry_errors: bool = False,
+    runner: Runner | None = None,
+    on_done: Callable[[str, str], None] | None = None,
+    fresh: bool = False,
+    executor: ValidateExecutor | None = None,
+    gates: Gates | None = None,
+) -> ValidateSummary:
+    """Validate every candidate not already decided in `output`/`rejects` (resumable), in
+    parallel across `workers` (or on `executor`'s cluster), one repository after another in
+    turn. `on_done(instance_id, outcome)` reports each one. Each reject record says its failure
+    class (funnel.py) and what it cost; a valid task's `validation` says the same."""
+    gates = gates or Gates()
+    rejects = rejects or output.with_name(output.stem + ".rejects.jsonl")
+    log_root = log_root or ctx.runs_dir / "validate"
+    sink = Sink(
+        output,
+        rejects,
+        forget=(lambda r: r.get("stage") == "infra") if retry_errors else None,
+        fresh=fresh,
+        only={t.instance_id for t in candidates},
+    )
+    summary = ValidateSummary(candidates=len(candidates))
+    todo = interleave([t for t in candidates if t.instance_id not in sink.known])
+    summary.resumed = len(candidates) - len(todo)
+    start = time.monotonic()
+    meter = RunMeter()
+    cache_dir: Path | None = getattr(ctx, "cache_dir", None)  # a test's stand-in may have none
+    envs_before = ready_envs(cache_dir) if cache_dir else set()
+    env_keys: list[str | None] = []
+
+    def record(task: Task, result: Task | Rejected) -> None:
+        if not isinstance(result, Rejected) and (why := too_many_f2p(result, gates)):
+            facts = (result.model_extra or {}).get("validation") or {}
+            result = Rejected("too_many_f2p", why, facts)
+        if isinstance(result, Rejected):
+            env_keys.append(result.facts.get("env_key"))
+            sink.reject(
+                {
+                    "instance_id": task.instance_id,
+                    "repo": task.repo,
+                    "stage": result.stage,
+                    "class": failure_class(result.stage, result.reason),
+                    "reason": result.reason,
+                    "log_dir": str(log_root / task.instance_id),
+                    **result.facts,
+                }
+            )
+            summary.rejected[result.stage] = summary.rejected.get(result.stage, 0) + 1
+            outcome = f"rejected: {result.reason}"
+        else:
+            env_keys.append(((result.model_extra or {}).get("validation") or {}).get("env_key"))
+            sink.add(result)
+            summary.valid += 1
+            outcome = f"valid: {len(result.FAIL_TO_PASS)} F2P, {len(result.PASS_TO_PASS)} P2P"
+        if on_done is not None:
+            on_done(task.instance_id, outcome)
+
+    try:
+        if executor is not None:
+            executor.validate(todo, ctx, runs, log_root, record)
+        else:
+            with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+                futures = {
+                    pool.submit(
+                        validate_or_reject, t, ctx, log_root / t.instance_id, runs, runner
+                    ): t
+                    for t in todo
+                }
+                for future in as_completed(futures):
+                    record(futures[future], future.result())
+        sink.finish()
+    finally:
+        summary.seconds = time.monotonic() - start
+        summary.costs = dict[str, Any](meter.read())
+        if cache_dir is not None:
+            summary.costs["environments"] = env_usage(env_keys, envs_before, cache_dir)
+    return summary

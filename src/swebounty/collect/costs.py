@@ -1,0 +1,95 @@
+"""What validating candidates costs: wall time and CPU time, environments built and reused, disk.
+
+CPU time is what the harness and the programs it waited for (git, uv, the sandboxed tests)
+used. Per candidate it is measured around its validation: exact with one worker; with several,
+a child reaped while two candidates run is counted in both windows, so per-candidate figures are
+an upper bound there, and the run's total (`RunMeter`, process-wide) is the exact one.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+class Meter:
+    """Wall and CPU seconds of one candidate's validation, from the calling thread."""
+
+    def __init__(self) -> None:
+        self.wall = time.monotonic()
+        self.thread = time.thread_time()
+        self.children = _children_cpu()
+
+    def read(self) -> dict[str, float]:
+        cpu = (time.thread_time() - self.thread) + (_children_cpu() - self.children)
+        return {
+            "wall_seconds": round(time.monotonic() - self.wall, 2),
+            "cpu_seconds": round(cpu, 2),
+        }
+
+
+class RunMeter:
+    """Wall and CPU seconds of a whole run, this process and all it waited for."""
+
+    def __init__(self) -> None:
+        self.wall = time.monotonic()
+        self.cpu = self._cpu()
+
+    @staticmethod
+    def _cpu() -> float:
+        me = resource.getrusage(resource.RUSAGE_SELF)
+        return me.ru_utime + me.ru_stime + _children_cpu()
+
+    def read(self) -> dict[str, float]:
+        return {
+            "wall_seconds": round(time.monotonic() - self.wall, 1),
+            "cpu_seconds": round(self._cpu() - self.cpu, 1),
+        }
+
+
+def ready_envs(cache_dir: Path) -> set[str]:
+    """Keys of the complete environments in a cache."""
+    root = cache_dir / "envs"
+    if not root.is_dir():
+        return set()
+    return {d.name for d in root.iterdir() if (d / "ready.json").exists()}
+
+
+def tree_bytes(path: Path) -> int:
+    """Bytes of the regular files under `path`, links not followed, hard links once."""
+    seen: set[tuple[int, int]] = set()
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                st = os.lstat(os.path.join(root, name))
+            except OSError:
+                continue
+            if (st.st_dev, st.st_ino) in seen:
+                continue
+            seen.add((st.st_dev, st.st_ino))
+            total += st.st_blocks * 512
+    return total
+
+
+def env_usage(used: Iterable[str | None], before: set[str], cache_dir: Path) -> dict[str, Any]:
+    """Environments the candidates used: how many were built by this run, how many reused from
+    the cache, and the environments' size on disk."""
+    keys = {k for k in used if k}
+    built = keys - before
+    disk = sum(tree_bytes(cache_dir / "envs" / k) for k in keys)
+    return {
+        "used": len(keys),
+        "built": len(built),
+        "reused": len(keys) - len(built),
+        "disk_bytes": disk,
+    }

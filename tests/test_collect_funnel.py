@@ -1,0 +1,151 @@
+"""The yield funnel: every drop class, stage counts per repository, pending candidates, failed
+repositories; computed from the files collect and validate write."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from swebounty.cli.funnel import register
+from swebounty.collect.funnel import collect_class, compute, failure_class
+from swebounty.collect.repolist import RepoLog, RepoRecord
+
+ENV = "before-run failed: environment not built: {} ({}).\nspec abc: uv pip install failed."
+
+
+@pytest.mark.parametrize(
+    ("stage", "reason", "cls"),
+    [
+        ("infra", ENV.format("the requirements conflict: numpy<2 and numpy>=2", "resolve"),
+         "resolution"),
+        ("infra", ENV.format("every release of foo available at the cutoff was yanked", "yanked"),
+         "resolution"),
+        ("infra", ENV.format("building lxml from source failed during install", "build"), "build"),
+        ("infra", ENV.format("numba supports no Python tried here", "python"), "interpreter"),
+        ("infra", "before-run failed: environment not built: the task asks for Python 3.4, which "
+         "is not installed (interpreter). Install it", "interpreter"),
+        ("infra", ENV.format("the package index was unreachable during resolve", "network"),
+         "index unreachable"),
+        ("infra", "after-run failed: tests timed out after 1800 s", "timeout"),
+        ("infra", "before-run failed: no test runner found (jest, vitest or mocha)",
+         "unsupported runner"),
+        ("infra", "harness error: KeyError: 'x'", "infra"),
+        ("tests", "the test patch changes no test module the harness can run",
+         "unsupported runner"),
+        ("collect", "the before-run collects no test (src/pkg.py)", "test collection"),
+        ("patch", "the reference patch does not apply: hunk 2 failed", "patch"),
+        ("no_f2p", "no FAIL_TO_PASS after 1 run(s) each (no test fails before and passes after)",
+         "no failing test"),
+        ("no_f2p", "no FAIL_TO_PASS after 3 run(s) each (flaky)", "flaky"),
+        ("network", "2 test(s) fail for want of the network", "network"),
+        ("too_many_f2p", "120 FAIL_TO_PASS tests", "too many FAIL_TO_PASS"),
+    ],
+)  # fmt: skip
+def test_failure_classes(stage: str, reason: str, cls: str) -> None:
+    assert failure_class(stage, reason) == cls
+
+
+def test_collect_classes() -> None:
+    assert collect_class("split", "no test change") == "no test change"
+    assert collect_class("split", "no code change (only tests, docs or packaging)") == (
+        "tests, docs or packaging only"
+    )
+    assert collect_class("filter:leak", "quotes") == "filter leak"
+    assert collect_class("duplicate", "the same change as x") == "duplicate"
+
+
+def _write(path: Path, records: list[dict[str, Any]]) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+def _files(root: Path) -> tuple[Path, Path]:
+    cands = root / "candidates.jsonl"
+    log = RepoLog(root / "candidates.repos.json")
+    log.update(RepoRecord(repo="a/one", status="done", fixes=9))
+    log.update(RepoRecord(repo="b/two", status="done", fixes=2))
+    log.update(RepoRecord(repo="c/gone", status="failed", error="clone missing"))
+    ids = {"a/one": [f"a{i}" for i in range(7)], "b/two": ["b0"]}
+    _write(cands, [{"instance_id": i, "repo": r} for r, xs in ids.items() for i in xs])
+    _write(
+        root / "candidates.rejects.jsonl",
+        [
+            {"instance_id": "a-x", "repo": "a/one", "stage": "split", "reason": "no test change"},
+            {"instance_id": "a-y", "repo": "a/one", "stage": "duplicate", "reason": "same as a0"},
+            {"instance_id": "b-x", "repo": "b/two", "stage": "filter:leak", "reason": "quotes"},
+        ],
+    )
+    tasks = root / "tasks.jsonl"
+    _write(
+        tasks,
+        [
+            {"instance_id": "a0", "repo": "a/one",
+             "validation": {"cpu_seconds": 30.0, "wall_seconds": 40.0, "env_key": "e1"}},
+            {"instance_id": "a1", "repo": "a/one",
+             "validation": {"cpu_seconds": 10.0, "wall_seconds": 20.0, "env_key": "e1"}},
+        ],
+    )  # fmt: skip
+
+    def rej(iid: str, stage: str, reason: str) -> dict[str, Any]:
+        return {"instance_id": iid, "repo": "a/one", "stage": stage, "reason": reason,
+                "cpu_seconds": 5.0, "wall_seconds": 6.0}  # fmt: skip
+
+    # a partial file (a stopped run) is what is read
+    _write(
+        root / "tasks.rejects.jsonl.partial",
+        [
+            rej("a2", "infra", ENV.format("x", "resolve")),
+            rej("a3", "collect", "the before-run collects no test"),
+            rej("a4", "no_f2p", "no FAIL_TO_PASS after 3 run(s) each (flaky)"),
+            rej("a5", "too_many_f2p", "99 FAIL_TO_PASS tests"),
+        ],
+    )
+    return cands, tasks
+
+
+def test_the_funnel_counts_every_stage_per_repository(tmp_path: Path) -> None:
+    cands, tasks = _files(tmp_path)
+    funnel = compute(cands, tasks)
+    one = funnel["repos"]["a/one"]
+    # 7 candidates: a6 pending; a2 dropped at env, a3 at collection, a4 as flaky, a5 by a gate.
+    assert [one[s] for s in ("fixes", "candidates", "environment", "collected",
+                             "fail_to_pass", "stable", "valid")] == [9, 7, 5, 4, 4, 3, 2]  # fmt: skip
+    assert one["pending"] == 1 and one["yield"] == round(2 / 6, 3)
+    assert one["dropped"]["resolution"]["stage"] == "environment"
+    assert one["dropped"]["flaky"]["example"]["instance_id"] == "a4"
+    assert one["dropped"]["too many FAIL_TO_PASS"]["stage"] == "valid"
+    assert one["dropped"]["duplicate"]["stage"] == "candidates"
+    costs = one["costs"]
+    assert costs["validated"] == 6 and costs["cpu_seconds"] == 60.0
+    assert costs["cpu_seconds_per_candidate"] == 10.0 and costs["cpu_seconds_per_valid"] == 30.0
+    assert costs["environments"] == 1
+    two = funnel["repos"]["b/two"]
+    assert (two["fixes"], two["candidates"], two["pending"], two["valid"]) == (2, 1, 1, 0)
+    assert funnel["repos"]["c/gone"]["fixes"] == 0
+    assert funnel["failed_repos"] == {"c/gone": "clone missing"}
+    overall = funnel["overall"]
+    assert (overall["fixes"], overall["candidates"], overall["valid"]) == (11, 8, 2)
+    assert overall["dropped"]["filter leak"]["count"] == 1
+    # Without validation results yet, every candidate is pending.
+    assert compute(cands)["overall"]["pending"] == 8
+
+
+def test_funnel_command_prints_the_tables_and_writes_json(tmp_path: Path) -> None:
+    cands, tasks = _files(tmp_path)
+    app = typer.Typer()
+    register(app)
+    app.command("noop")(lambda: None)  # a group, so "funnel" is a subcommand
+    out = tmp_path / "f.json"
+    result = CliRunner(env={"COLUMNS": "250"}).invoke(
+        app, ["funnel", str(cands), str(tasks), "-o", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    assert "a/one" in result.output and "resolution" in result.output
+    assert "c/gone" in result.output and "failed: clone missing" in result.output
+    assert json.loads(out.read_text())["overall"]["valid"] == 2
+    missing = CliRunner().invoke(app, ["funnel", str(tmp_path / "none.jsonl")])
+    assert missing.exit_code != 0 and "run `swebounty collect` first" in missing.output
