@@ -65,6 +65,15 @@ def test_requirement_files_found_by_name(tmp_path: Path) -> None:
     assert found == ["requirements_test.txt", "dev-requirements.txt", "requirements/test.txt"]
 
 
+def test_a_tests_requirements_folder_gives_its_python3_file_not_the_backends(
+    tmp_path: Path,
+) -> None:
+    # django's layout: py3.txt is every test run's; the others need database servers.
+    for name in ("py3.txt", "mysql.txt", "postgres.txt", "oracle.txt"):
+        write(tmp_path, f"tests/requirements/{name}", "x\n")
+    assert find_requirement_files(tmp_path) == ["tests/requirements/py3.txt"]
+
+
 def test_tox_ini_envs_deps_extras(tmp_path: Path) -> None:
     write(tmp_path, "requirements_test.txt", "pytest>=6\n")
     write(

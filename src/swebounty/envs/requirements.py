@@ -42,8 +42,8 @@ REQUIREMENT_GLOBS = (
     "requirements/*-test*.txt",
     "requirements/*_test*.txt",
     "requirements/testing*.txt",
-    "tests/requirements*.txt",
-    "test/requirements*.txt",
+    "test*/requirements*.txt",
+    "test*/requirements/py3*.txt",  # django's (its mysql.txt... are for database servers)
 )
 
 _OPTION_WITH_ARG = {"-i", "--index-url", "--extra-index-url", "-f", "--find-links"}
