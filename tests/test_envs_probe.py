@@ -6,88 +6,12 @@ package raising at import (as cfgrib does without the ecCodes library).
 
 from __future__ import annotations
 
-import json
-import sys
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-import pytest
-import uv as uv_package
-
+from fake_index import calls, fake_uv, spec
 from repo_helpers import git_repo
-from swebounty.envs import DepSet, EnvManager, ResolvedSpec
-from swebounty.envs.interpreters import discover
+from swebounty.envs import DepSet, EnvManager
 from swebounty.envs.probe import read_probe, top_level_owners
-
-HOST_SITE = str(Path(pytest.__file__).resolve().parent.parent)
-
-# compile: every requested name at 1.0, less `--excludes`; install: a module per pin, those
-# named broken* raising RuntimeError on import; the venv sees the host's pytest via a .pth.
-FAKE_UV = """#!{python}
-import glob, json, os, subprocess, sys
-args = sys.argv[1:]
-open({calls!r}, "a").write(json.dumps(args) + "\\n")
-if args[0] == "venv":
-    sys.exit(subprocess.call([{real!r}, *args]))
-BASE = {{"pip", "setuptools", "wheel", "pytest"}}
-if args[:2] == ["pip", "compile"]:
-    text = open(next(a for a in args if a.endswith(".in"))).read()
-    skip = set()
-    if "--excludes" in args:
-        skip = set(open(args[args.index("--excludes") + 1]).read().split())
-    for name in sorted(set(text.split()) - skip):
-        print(name + "==1.0")
-    sys.exit(0)
-if args[:2] == ["pip", "install"]:
-    python = args[args.index("--python") + 1]
-    site = glob.glob(os.path.join(os.path.dirname(python), "..", "lib", "python*",
-                                  "site-packages"))[0]
-    open(os.path.join(site, "host.pth"), "w").write({host!r} + "\\n")
-    for line in open(args[args.index("-r") + 1]).read().split():
-        name = line.split("==")[0]
-        if "==" not in line or name in BASE:
-            continue
-        os.makedirs(os.path.join(site, name), exist_ok=True)
-        body = ("raise RuntimeError('lib' + {{0!r}} + '.so not found')".format(name)
-                if name.startswith("broken") else "")
-        open(os.path.join(site, name, "__init__.py"), "w").write(body + "\\n")
-        meta = os.path.join(site, name + "-1.0.dist-info")
-        os.makedirs(meta, exist_ok=True)
-        open(os.path.join(meta, "METADATA"), "w").write("Name: " + name + "\\n")
-        open(os.path.join(meta, "top_level.txt"), "w").write(name + "\\n")
-sys.exit(0)  # freeze
-"""
-
-
-def fake_uv(tmp_path: Path) -> Path:
-    script = tmp_path / "uv"
-    script.write_text(
-        FAKE_UV.format(
-            python=sys.executable,
-            calls=str(tmp_path / "calls.jsonl"),
-            real=uv_package.find_uv_bin(),
-            host=HOST_SITE,
-        )
-    )
-    script.chmod(0o755)
-    return script
-
-
-def spec(plans: list[DepSet]) -> ResolvedSpec:
-    found = discover()
-    if not found:
-        pytest.skip("needs a Python interpreter")
-    return ResolvedSpec(
-        python=found[0].version,
-        cutoff=datetime.now(timezone.utc) - timedelta(days=30),
-        install_project=False,
-        plans=plans,
-    )
-
-
-def calls(tmp_path: Path) -> list[list[str]]:
-    lines = (tmp_path / "calls.jsonl").read_text().splitlines()
-    return [json.loads(c) for c in lines]
 
 
 def test_a_broken_optional_package_is_left_out_and_a_missing_one_added(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Protocol
 
 from swebounty.baseline import attribute, defect_at_base, excuse, remember_base
+from swebounty.completion import complete_env
 from swebounty.ecosystems import EcosystemError
 from swebounty.ecosystems import resolve as resolve_ecosystem
 from swebounty.evalcontext import EvalContext
@@ -91,6 +92,9 @@ def evaluate_one(task: Task, submission: Submission, ctx: EvalContext, log_dir: 
             verdict.hack_flags.append("hangs_tests")
     else:
         tr = run_tests(task, submission.model_patch or "", ctx, log_dir)
+        if complete_env(task, tr, ctx, is_base=submission.is_empty):
+            # The base skips expected tests for want of a package the environment now has.
+            tr = run_tests(task, submission.model_patch or "", ctx, log_dir)
         attribute(task, submission.model_patch or "", ctx, tr, log_dir)
         verdict = grade(
             task,

@@ -325,6 +325,7 @@ class Builder:
                             repair(built, spec.plans, plan or 0, made.candidate, why)
                         )
                     env_key, lock, info = built.env_key, built.lock, built.info
+                    collection = list(built.probe.badness) if built.probe.ran else None
                 except StepFailed as exc:
                     if exc.plan is None:
                         exc.plan = plan
@@ -344,6 +345,7 @@ class Builder:
                     "cutoff": used.isoformat() if used else None,
                     "why": why,
                     "project": info.model_dump() if info else None,
+                    "collection": collection,  # (conftest failed, modules failing): complete.py
                     "built_at": datetime.now(timezone.utc).isoformat(),
                 }
         if last is None:  # every interpreter lacked wheels that an older one had

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from swebounty.envs.build import Builder
 from swebounty.envs.cache import CacheLayout, dir_size, read_json, remove_tree
+from swebounty.envs.complete import complete
 from swebounty.envs.interpreters import Interpreter, discover
 from swebounty.envs.models import Environment, ResolvedSpec, TaskEnv
 from swebounty.envs.overrides import Override, load_overrides
@@ -109,6 +110,20 @@ class EnvManager:
             guard=self._guard,
         )
         return builder.ensure(rspec, workspace)
+
+    def complete(self, env: Environment, modules: list[str], workspace: Path) -> bool:
+        """Rebuild `env`'s spec with the distributions of `modules` (what the base commit's
+        skipped tests lacked; complete.py); `workspace` is a checkout of its base commit.
+        True when the spec now has another environment: `ensure` returns it."""
+        builder = Builder(
+            self.cache,
+            self.interpreters,
+            offline=self.offline,
+            uv_bin=self.uv_bin,
+            memo=self._memo,
+            guard=self._guard,
+        )
+        return complete(builder, env, modules, workspace)
 
     def for_task(self, env: Environment, workspace: Path, scratch: Path) -> TaskEnv:
         """The per-task layer in `scratch` and how to run tests with it. Call it after the

@@ -1,0 +1,78 @@
+"""Tests skipped for want of a package: the environment is incomplete, not the patch wrong.
+
+When a task's expected tests are skipped in a run, `complete_env` looks at the same tests on
+the unpatched base (baseline.base_run, cached). Those the base skips too, with a reason that
+names a module this environment lacks ("requires dask", "could not import 'cftime'",
+`not HAS_SCIPY`), make the environment ask for that module's distribution
+(envs/complete.py): the spec's environment is rebuilt with it and the caller runs the tests
+again, in the environment every later task of the spec gets too.
+
+Only the base's reasons are read, never the submission's: a patch that makes a test skip with
+a crafted reason must not choose what is installed in an environment other submissions share.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+from swebounty import safefs
+from swebounty.baseline import BaseContext, base_run
+from swebounty.envs.complete import wanted_modules
+from swebounty.envs.probe import own_roots
+from swebounty.grading import grade
+from swebounty.tasks import Submission, Task
+from swebounty.testrun import TestRun, workspace_and_env
+
+log = logging.getLogger(__name__)
+
+
+def skipped_ids(task: Task, tr: TestRun) -> list[str]:
+    """The task's expected tests that `tr` skipped (ids matched as grading matches them)."""
+    if tr.error or tr.patch_error or tr.failure or not tr.outcomes:
+        return []
+    empty = Submission(instance_id=task.instance_id, model_patch="")
+    verdict = grade(task, empty, outcomes=tr.outcomes, exit_code=tr.exit_code,
+                    patch_method=tr.patch_method)  # fmt: skip
+    return [t.test_id for t in verdict.tests if t.status == "skipped"]
+
+
+def complete_env(task: Task, tr: TestRun, ctx: BaseContext, *, is_base: bool = False) -> bool:
+    """True when the environment of `tr` was completed with what the base's skip reasons
+    name (run the tests again); `is_base`: `tr` is the unpatched base's own run."""
+    skipped = skipped_ids(task, tr)
+    if not skipped or tr.env_key is None:
+        return False
+    if is_base:
+        reasons = [tr.outcomes[t].message for t in skipped if t in tr.outcomes]
+        if len(reasons) < len(skipped):  # ids matched by prefix: read them as the base does
+            reasons = _base_reasons(task, tr, ctx, skipped)
+    else:
+        reasons = _base_reasons(task, tr, ctx, skipped)
+    if not reasons:
+        return False
+    scratch = ctx.work_dir / f"complete-{task.instance_id}-{uuid.uuid4().hex[:8]}"
+    try:
+        workspace, env = workspace_and_env(task, ctx, scratch)
+        if env.key != tr.env_key:
+            return True  # the spec's environment was completed meanwhile
+        minor = ".".join(env.interpreter.split(".")[:2])
+        site = env.path / "lib" / f"python{minor}" / "site-packages"
+        modules = wanted_modules(reasons, site, own_roots(workspace))
+        if not modules:
+            return False
+        log.info("%s: the base skips tests for want of %s", task.instance_id, ", ".join(modules))
+        return ctx.envs.complete(env, modules, workspace)
+    finally:
+        safefs.remove_tree(scratch)
+
+
+def _base_reasons(task: Task, tr: TestRun, ctx: BaseContext, skipped: list[str]) -> list[str]:
+    base = base_run(task, ctx, tr.env_key, tr.services)
+    return [
+        message
+        for test_id in skipped
+        if (found := base.outcomes.get(test_id)) is not None
+        for status, message in [found]
+        if status == "skipped" and message
+    ]

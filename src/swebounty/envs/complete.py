@@ -1,0 +1,206 @@
+"""Completing a built environment with what the base commit's skipped tests say it lacks.
+
+A PASS_TO_PASS test that the unpatched base *skips* "for want of dask" says the environment is
+incomplete, not that a patch broke something: the dataset's authors ran it with dask. The
+evaluation side (completion.py) reads the base run's skip reasons (`wanted_modules`) and asks
+for the environment again with those distributions (`complete`): resolved at the environment's
+own cutoff with every package it already has pinned as it is, installed as a new environment,
+the project installed over it and its tests collected (collection must be no worse), and
+recorded as the spec's environment, so every later task of the spec gets it. What was tried is
+remembered in the spec's record: a module is asked for once, whether it could be added or not.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import tempfile
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from packaging.utils import canonicalize_name
+
+from swebounty.envs import buildcopy
+from swebounty.envs.cache import read_json, write_json
+from swebounty.envs.candidate import Candidates
+from swebounty.envs.environment import read_environment
+from swebounty.envs.failures import StepFailed
+from swebounty.envs.interpreters import find
+from swebounty.envs.models import Environment, ResolvedSpec
+from swebounty.envs.probe import IMPORT_NAMES, KEEP, STDLIB_HINT, top_level_owners
+from swebounty.envs.repair import NOTE_PREFIX
+from swebounty.envs.steps import Uv, lock_allowances, with_allowances
+from swebounty.envs.tasklayer import project_files
+
+if TYPE_CHECKING:
+    from swebounty.envs.build import Builder
+
+log = logging.getLogger(__name__)
+
+MAX_MODULES = 8  # asked for at once: a skip reason is not a requirements file
+_IDENT = r"([A-Za-z_][\w.]*)"
+# How skip reasons name a module the tests wanted (pytest.importorskip, `requires X` markers,
+# astropy's `HAS_X` conditions, "X is not installed").
+_REASONS = [
+    (re.compile(rf"No module named '?{_IDENT}'?"), False),
+    (re.compile(rf"could not import '?{_IDENT}'?"), False),
+    (re.compile(rf"\brequires? (?:the )?(?:module |package )?'?{_IDENT}'?", re.I), False),
+    (re.compile(rf"\bneeds? '?{_IDENT}'?", re.I), False),
+    (re.compile(rf"'?{_IDENT}'? (?:is |are )?(?:not installed|not available|unavailable)"), False),
+    (re.compile(rf"'?{_IDENT}'? (?:is )?required", re.I), False),
+    (re.compile(rf"\bwithout '?{_IDENT}'?", re.I), False),
+    (re.compile(r"\bnot HAS_([A-Z][A-Z0-9_]*)\b"), True),  # astropy's skipif('not HAS_SCIPY')
+]
+_NOT_MODULES = {"python", "network", "internet", "a", "an", "the", "this", "it", "that"}
+
+
+def wanted_modules(reasons: list[str], site: Path, roots: set[str]) -> list[str]:
+    """Top-level modules the skip `reasons` say were missing, and that `site` (the
+    environment's site-packages) indeed lacks; never the project's own `roots`."""
+    installed = {k.lower() for k in top_level_owners(site)}
+    found: list[str] = []
+    for reason in reasons:
+        for pattern, lower in _REASONS:
+            for m in pattern.finditer(reason):
+                name = m.group(1).rstrip(".")
+                top = name.lower() if lower else name.split(".")[0]
+                if (
+                    top.lower() in _NOT_MODULES
+                    or top in roots
+                    or top.lower() in installed
+                    or STDLIB_HINT.match(top)
+                    or top in KEEP
+                    or re.fullmatch(r"[\d.]+", top)
+                ):
+                    continue
+                if top not in found:
+                    found.append(top)
+    return found[:MAX_MODULES]
+
+
+def distribution(module: str) -> str:
+    return IMPORT_NAMES.get(module, module)
+
+
+def complete(builder: Builder, env: Environment, modules: list[str], workspace: Path) -> bool:
+    """Rebuild `env`'s spec with the distributions of `modules` added (see the module
+    docstring). True when the spec now has a new environment; False when nothing new could be
+    added (each module is asked for once)."""
+    if env.spec_key is None or not isinstance(env.spec, ResolvedSpec):
+        return False
+    spec, key = env.spec, env.spec_key
+    sdir = builder.cache.spec_dir(key)
+    with builder.cache.lock(f"spec-{key}"):
+        record = read_json(sdir / "record.json")
+        if record is None:
+            return False
+        if record["env_key"] != env.key:
+            return True  # another evaluation completed it meanwhile
+        tried: dict[str, str] = dict(record.get("completion", {}))
+        new = [m for m in modules if m not in tried]
+        if not new:
+            return False
+        interp = find(builder.interpreters, record["interpreter_executable"])
+        if interp is None:
+            return False
+        log_path = sdir / "complete.log"
+        uvr = Uv(builder.uv_bin, log_path, offline=builder.offline)
+        at = record.get("cutoff")
+        cutoff = datetime.fromisoformat(at) if at else spec.cutoff
+        why: list[str] = []
+        with tempfile.TemporaryDirectory(prefix="swebounty-complete-") as tmpdir:
+            tmp = Path(tmpdir)
+            lock = _resolve(uvr, interp.executable, record["lock"], new, cutoff, tmp, tried, why)
+            if lock is None:
+                record["completion"] = tried
+                record["why"] = [*record.get("why", []), *why]
+                write_json(sdir / "record.json", record)
+                return False
+            version_env: dict[str, str] = {}
+            pristine = None
+            if spec.install_project:
+                version_env = buildcopy.prepare(
+                    workspace, tmp / "project", name=spec.project_name,
+                    vcs_tag_prefix=spec.vcs_tag_prefix, cutoff=spec.cutoff,
+                    release_hint=spec.release_hint, lookup=not builder.offline, why=why,
+                )  # fmt: skip
+                pristine = project_files(tmp / "project")
+            made = Candidates(builder.cache, interp, spec, cutoff, tmp, sdir, uvr, pristine,
+                              version_env, workspace)  # fmt: skip
+            try:
+                built = made.make(lock)
+            except StepFailed as exc:
+                why.append(f"completion: installing it failed: {exc.describe()} ({exc.kind})")
+                tried.update((m, "failed to install") for m in new)
+                built = None
+            before = record.get("collection")
+            if built is not None and before and list(built.probe.badness) > list(before):
+                why.append(f"completion: not kept, {built.probe.describe()}")
+                tried.update((m, "made collection worse") for m in new)
+                built = None
+            if built is None:
+                record["completion"] = tried
+                record["why"] = [*record.get("why", []), *why]
+                write_json(sdir / "record.json", record)
+                return False
+        why.append(f"completion: environment {built.env_key} replaces {env.key}")
+        record.update(
+            env_key=built.env_key,
+            lock=built.lock,
+            project=built.info.model_dump() if built.info else None,
+            collection=list(built.probe.badness),
+            completion=tried,
+            why=[*record.get("why", []), *why],
+        )
+        write_json(sdir / "record.json", record)
+        edir = builder.cache.env_dir(built.env_key)
+        with builder.guard:
+            builder.memo[key] = read_environment(edir, sdir, key, spec, record)
+    log.info("environment of spec %s completed: %s", key, "; ".join(why))
+    return True
+
+
+def _resolve(
+    uvr: Uv,
+    python: Path,
+    lock: str,
+    modules: list[str],
+    cutoff: datetime | None,
+    tmp: Path,
+    tried: dict[str, str],
+    why: list[str],
+) -> str | None:
+    """The lock with the distributions of `modules` added and nothing else changed, or None.
+    All at once, else each alone (one that cannot be had must not keep the others out)."""
+    allow = lock_allowances(lock)
+    pins = [line for line in lock.splitlines() if line.strip() and not line.startswith("#")]
+    notes = [line for line in lock.splitlines() if line.startswith(NOTE_PREFIX)]
+    batches = [modules] + ([[m] for m in modules] if len(modules) > 1 else [])
+    added: list[str] = []
+    out = ""
+    for batch in batches:
+        if any(m in added for m in batch):
+            continue
+        want = [distribution(m) for m in [*added, *batch]]
+        req = tmp / "complete.in"
+        req.write_text("\n".join([*pins, *want]) + "\n", encoding="utf-8")
+        try:
+            out = uvr.compile(python, req, cutoff, cwd=tmp, allow=allow)
+        except StepFailed as exc:
+            for m in batch if len(batch) == 1 else []:
+                tried[m] = f"{distribution(m)}: {exc.describe()}"
+                why.append(f"completion: {distribution(m)} cannot be added ({exc.describe()})")
+            continue
+        added += batch
+        for m in batch:
+            tried[m] = "added"
+        if batch == modules:
+            break
+    if not added:
+        return None
+    names = {canonicalize_name(distribution(m)) for m in added}
+    why.append(f"completion: added {', '.join(sorted(names))} (the base's tests skip without)")
+    header = "".join(f"{line}\n" for line in notes)
+    header += "".join(f"{NOTE_PREFIX}added {n} (skipped tests)\n" for n in sorted(names))
+    return header + with_allowances(out, allow)

@@ -1,0 +1,124 @@
+"""Tests skipped at base for want of a package complete the environment (envs/complete.py,
+completion.py): the module is read from the base's skip reason, never the submission's; the
+spec's environment is rebuilt with its distribution and every later task gets it; a module is
+asked for once. Offline, with the stand-in uv of fake_index.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from fake_index import fake_uv, spec
+from repo_helpers import git_repo
+from swebounty import completion
+from swebounty.envs import DepSet, EnvManager
+from swebounty.envs.complete import wanted_modules
+from swebounty.tasks import Task
+from swebounty.testing import TestOutcome
+from swebounty.testrun import TestRun
+
+
+def test_skip_reasons_name_the_modules_the_environment_lacks(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    meta = site / "numpy-1.0.dist-info"
+    meta.mkdir(parents=True)
+    (meta / "METADATA").write_text("Name: numpy\n")
+    (meta / "top_level.txt").write_text("numpy\n")
+    reasons = [
+        "requires dask",  # xarray's requires_dask
+        "could not import 'cftime': No module named 'cftime'",  # pytest.importorskip
+        "condition: not HAS_SCIPY",  # astropy
+        "pandas is not installed",
+        "requires numpy",  # installed: skipped for another reason (a version)
+        "requires xarray",  # the project itself
+        "requires network access",
+        "Python 3.9 required",
+        "xfail: known bug",
+    ]
+    found = wanted_modules(reasons, site, {"xarray"})
+    assert found == ["dask", "cftime", "scipy", "pandas"]
+
+
+def _env_repo(tmp_path: Path) -> Path:
+    return git_repo(
+        tmp_path / "ws",
+        {
+            "tests/test_a.py": "import pytest\n\n\ndef test_a():\n"
+            "    pytest.importorskip('extralib')\n",
+        },
+    )
+
+
+def test_complete_adds_the_distribution_and_the_spec_keeps_it(tmp_path: Path) -> None:
+    ws = _env_repo(tmp_path)
+    manager = EnvManager(tmp_path / "cache", uv_bin=fake_uv(tmp_path), offline=True)
+    the_spec = spec([DepSet(label="all extras", lines=["six"])])
+    env = manager.ensure(the_spec, ws)
+    assert "extralib" not in env.lock
+    assert manager.complete(env, ["extralib", "missingdist"], ws)
+    again = manager.ensure(the_spec, ws)
+    assert again.key != env.key
+    assert "extralib==1.0" in again.lock and "six==1.0" in again.lock
+    assert "# probe added extralib (skipped tests)" in again.lock
+    why = "\n".join(again.why)
+    assert "completion: added extralib (the base's tests skip without)" in why
+    assert "completion: missingdist cannot be added" in why
+    # A fresh manager (another process) finds the completed environment from the record.
+    fresh = EnvManager(tmp_path / "cache", uv_bin=fake_uv(tmp_path), offline=True)
+    assert fresh.ensure(the_spec, ws).key == again.key
+    # Each module is asked for once, whether it could be added or not.
+    assert not fresh.complete(again, ["extralib", "missingdist"], ws)
+
+
+def _task() -> Task:
+    return Task(instance_id="o__p-1", repo="o/p", base_commit="a" * 40, test_patch="t",
+                FAIL_TO_PASS=["tests/test_a.py::test_f"],
+                PASS_TO_PASS=["tests/test_a.py::test_a"])  # fmt: skip
+
+
+def _run(message: str) -> TestRun:
+    return TestRun(
+        outcomes={
+            "tests/test_a.py::test_f": TestOutcome("passed"),
+            "tests/test_a.py::test_a": TestOutcome("skipped", message),
+        },
+        exit_code=0,
+        patch_method="git apply",
+        env_key="env-1",
+    )
+
+
+def test_only_the_base_s_skip_reasons_choose_what_is_installed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[list[str]] = []
+    env = SimpleNamespace(key="env-1", interpreter="3.11.1", path=tmp_path / "venv")
+    envs = SimpleNamespace(complete=lambda e, modules, ws: asked.append(modules) or True)
+    ctx: Any = SimpleNamespace(work_dir=tmp_path, envs=envs)
+    monkeypatch.setattr(completion, "workspace_and_env", lambda t, c, s: (tmp_path, env))
+    base_says = {"reason": "requires dask"}
+
+    def base_run(task: Task, ctx: Any, env_key: str, services: Any) -> Any:
+        outcome = ("skipped", base_says["reason"])
+        return SimpleNamespace(outcomes={"tests/test_a.py::test_a": outcome})
+
+    monkeypatch.setattr(completion, "base_run", base_run)
+    # The submission's run says "evilpkg"; the base's says dask: dask is asked for.
+    assert completion.complete_env(_task(), _run("No module named 'evilpkg'"), ctx)
+    assert asked == [["dask"]]
+    # The base skips for no missing module: nothing is asked, whatever the submission says.
+    base_says["reason"] = "flaky on CI"
+    assert not completion.complete_env(_task(), _run("No module named 'evilpkg'"), ctx)
+    assert asked == [["dask"]]
+    # An empty submission's run is the base's own: its reasons are read directly.
+    assert completion.complete_env(_task(), _run("requires cftime"), ctx, is_base=True)
+    assert asked[-1] == ["cftime"]
+    # Nothing skipped: no base run, nothing asked.
+    monkeypatch.setattr(completion, "base_run", lambda *a: pytest.fail("no base run needed"))
+    passed = _run("")
+    passed.outcomes["tests/test_a.py::test_a"] = TestOutcome("passed")
+    assert not completion.complete_env(_task(), passed, ctx)
