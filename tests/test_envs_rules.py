@@ -12,7 +12,7 @@ import pytest
 
 from pkg_index import PackageIndex, used_by_uv
 from repo_helpers import git_repo
-from swebounty.envs import DepSet, EnvBuildError, EnvManager, ResolvedSpec, prune
+from swebounty.envs import DepSet, EnvBuildError, EnvManager, ResolvedSpec, metadata, prune
 from swebounty.envs.failures import StepFailed, advice
 from swebounty.envs.interpreters import Interpreter, discover
 
@@ -136,3 +136,54 @@ def test_a_line_is_named_by_its_package_not_by_a_substring() -> None:
     built = StepFailed("resolve dependencies", "build", "  x Failed to build `MySQL-python==1.2.5`")
     plan = DepSet(label="tox deps", lines=["nose", "mysql_python>=1.2"])
     assert prune.at_fault(plan, built) == "mysql_python>=1.2"
+
+
+def test_a_release_with_metadata_uv_cannot_parse_is_repaired_not_walked_past(
+    tmp_path: Path,
+) -> None:
+    """celery-era metadata: `pytz (>=2011k)`. uv skips such a release silently and walks back
+    to an ancient one (here an sdist that cannot build); repaired, the release of the time
+    is used."""
+    newest, older = two_interpreters()
+    index = PackageIndex(tmp_path / "index")
+    ancient = datetime(2010, 1, 1, tzinfo=UTC)
+    index.sdist("calendarish", "0.1", uploaded=ancient, setup_py="raise SystemExit('no')\n")
+    index.wheel("calendarish", "2.0", uploaded=OLD, requires=["pytz (>=2011k)", "six"])
+    index.wheel("pytz", "2014.1", uploaded=OLD)
+    index.wheel("six", "1.15.0", uploaded=OLD)
+    ws = git_repo(tmp_path / "ws", {"README": "x\n"})
+    plans = [DepSet(label="tests", lines=["calendarish"])]
+    with used_by_uv(index, tmp_path / "uv-cache"):
+        env = EnvManager(tmp_path / "cache").ensure(spec(newest, older, plans), ws)
+    assert "calendarish==2.0" in env.lock
+    assert "pytz==2014.1" in env.lock and "six==1.15.0" in env.lock
+    assert env.interpreter == newest.version
+    why = "\n".join(env.why)
+    assert "metadata of calendarish 2.0 repaired (`pytz (>=2011k)` -> `pytz>=2011`)" in why
+
+
+@pytest.mark.parametrize(
+    ("line", "fixed"),
+    [
+        ("pytz (>=2011k)", "pytz>=2011"),
+        ("six", "six"),
+        ("Django (>=1.3,<1.5.x)", "Django<1.5,>=1.3"),
+        (
+            "foo[bar] (>=1.0dev-r123) ; python_version < '3'",
+            'foo[bar]>=1.0dev; python_version < "3"',
+        ),
+        ("zope.interface (>=garbage)", "zope.interface"),
+        ("name ; not a marker", None),
+    ],
+)
+def test_unparseable_requirements_are_read_leniently(line: str, fixed: str | None) -> None:
+    assert metadata.lenient_requirement(line) == fixed
+
+
+def test_uvs_warning_names_the_release() -> None:
+    said = (
+        "WARN `calendarish==2.0` has invalid metadata: after parsing `2011`, found `k`\n"
+        "WARN calendarish has invalid metadata: after parsing `2011`, found `k`\n"
+    )
+    assert metadata.invalid_releases(said) == [("calendarish", "2.0")]
+    assert metadata.lenient_specifier(">=2.6.*, !=3.0.*, >=x") == ">=2.6,!=3.0.*"

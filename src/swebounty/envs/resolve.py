@@ -140,6 +140,7 @@ def resolve_lock(
                     if month is not None:
                         out, cutoff, allow = month.lock, month.cutoff, month.allow
                         notes.append(month.note)
+                notes += uvr.repaired(out)
                 label = plan.label + "".join(f" + {n}" for n in notes)
                 if tools_cutoff is not None:
                     label += f" + tools as of Python {interp.minor_str} ({tools_cutoff.date()})"

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
+from swebounty.envs import metadata
 from swebounty.envs.failures import StepFailed, classify
 from swebounty.envs.releases import newest_release_before
 
@@ -78,13 +79,23 @@ class Uv:
         self.binary = binary
         self.log_path = log_path
         self.offline = offline
+        # Releases whose metadata uv found invalid (metadata.py), repaired or not repairable.
+        self.repairs: dict[tuple[str, str], metadata.Repair | None] = {}
 
-    def run(self, step: str, args: list[str], *, cwd: Path | None = None) -> str:
+    def run(
+        self,
+        step: str,
+        args: list[str],
+        *,
+        cwd: Path | None = None,
+        env: dict[str, str] | None = None,
+        stderr: list[str] | None = None,
+    ) -> str:
         argv = [str(self.binary), *args]
         if self.offline and args[0] == "pip":
             argv.append("--offline")
         try:
-            return run_logged(step, argv, self.log_path, cwd=cwd)
+            return run_logged(step, argv, self.log_path, cwd=cwd, env=env, stderr=stderr)
         except StepFailed as exc:
             if exc.kind != "network" or self.offline or args[0] != "pip":
                 raise
@@ -92,7 +103,21 @@ class Uv:
             # rebuild on an offline box). Stay offline for the rest of this build.
             log.warning("the package index is unreachable; %s again from uv's cache only", step)
             self.offline = True
-            return run_logged(step, [*argv, "--offline"], self.log_path, cwd=cwd)
+            argv.append("--offline")
+            return run_logged(step, argv, self.log_path, cwd=cwd, env=env, stderr=stderr)
+
+    def repaired(self, lock: str) -> list[str]:
+        """What was repaired in the metadata of releases `lock` pins, in words."""
+        pins = {(canonicalize_name(p.split("==")[0]), p.split("==")[1]) for p in _pins(lock)}
+        return [r.describe() for key, r in self.repairs.items() if r and key in pins]
+
+    def _metadata_args(self) -> list[str]:
+        fixed = [r for r in self.repairs.values() if r is not None]
+        if not fixed:
+            return []
+        path = self.log_path.with_name("repaired-metadata.toml")
+        path.write_text("\n".join(r.toml() for r in fixed), encoding="utf-8")
+        return ["--config-file", str(path)]
 
     def compile(
         self,
@@ -125,7 +150,30 @@ class Uv:
             path.write_text("".join(e + "\n" for e in excludes), encoding="utf-8")
             args += ["--excludes", str(path)]
         args.append(str(requirements))
-        return self.run("resolve dependencies", args, cwd=cwd)
+        # uv skips a release whose metadata it cannot parse and says so only in a warning:
+        # each such release is repaired once (metadata.py) and the resolution redone.
+        env = isolated_env({"RUST_LOG": "warn"})
+        while True:
+            warnings: list[str] = []
+            try:
+                out = self.run(
+                    "resolve dependencies",
+                    [*args[:-1], *self._metadata_args(), args[-1]],
+                    cwd=cwd,
+                    env=env,
+                    stderr=warnings,
+                )
+                failed, said = None, "".join(warnings)
+            except StepFailed as exc:
+                failed, said, out = exc, exc.output, ""
+            new = [r for r in metadata.invalid_releases(said) if r not in self.repairs]
+            for name, version in new:
+                fixed = None if self.offline else metadata.repair(name, version)
+                self.repairs[(name, version)] = fixed
+            if not any(self.repairs.get(r) for r in new):
+                if failed is not None:
+                    raise failed
+                return out
 
     def venv(self, python: Path, path: Path) -> None:
         self.run("create venv", ["venv", "--quiet", "--python", str(python), str(path)])
@@ -235,8 +283,10 @@ def run_logged(
     cwd: Path | None = None,
     env: dict[str, str] | None = None,
     timeout: float = 1800,
+    stderr: list[str] | None = None,
 ) -> str:
-    """Run argv; append its command line and output to log_path; return stdout.
+    """Run argv; append its command line and output to log_path; return stdout (and, into
+    `stderr` if given, what it said there).
 
     Raises StepFailed (classified) on a non-zero exit or a timeout."""
     started = time.monotonic()
@@ -260,6 +310,8 @@ def run_logged(
             f"\n$ {' '.join(argv)}\n# {step}: exit {code} in {time.monotonic() - started:.1f}s\n"
         )
         fh.write(out[-20000:] + err[-20000:])
+    if stderr is not None:
+        stderr.append(err)
     if code == -1 and err.startswith("timed out"):
         raise StepFailed(step, "timeout", err + out)
     if code != 0:
@@ -303,6 +355,10 @@ def no_wheels(
             missing.append(name)
             remaining = [p for p in remaining if canonicalize_name(p.split("==")[0]) != name]
     return missing
+
+
+def _pins(lock: str) -> list[str]:
+    return [p.strip() for p in lock.splitlines() if "==" in p and not p.startswith("#")]
 
 
 def pinned(lock: str, name: str) -> str | None:
