@@ -136,11 +136,15 @@ def test_plans_prefer_tox_then_files_then_smaller_sets(tmp_path: Path) -> None:
     facts = read_project(tmp_path)
     notes: list[str] = []
     always, plans = plan_deps(tmp_path, facts, "3.8", notes)
-    assert always == ["hypothesis"]
+    assert always == []  # dependency groups are plans' lines, each source with then without
     labels = [p.label for p in plans]
-    assert labels[0].startswith("tox deps, all extras")
-    assert labels[1].startswith("requirement files")
-    assert plans[0].lines == ["coverage<5"] and plans[1].lines == ["coverage~=7.0"]
+    assert labels[0].startswith("tox deps + dependency groups (dependency-groups.test), all")
+    assert labels[1].startswith("tox deps, all extras")
+    assert labels[2].startswith("requirement files (requirements_test.txt) + dependency groups")
+    assert labels[3].startswith("requirement files")
+    assert labels[4].startswith("dependency groups (dependency-groups.test), all extras")
+    assert plans[0].lines == ["coverage<5", "hypothesis"] and plans[1].lines == ["coverage<5"]
+    assert plans[3].lines == ["coverage~=7.0"] and plans[4].lines == ["hypothesis"]
     assert plans[0].extras == ["test", "speed"]  # docs never changes what tests import
     assert plans[-1].extras == [] and plans[-1].lines == []
     assert any(p.extras == ["test"] for p in plans)

@@ -15,6 +15,7 @@ from repo_helpers import git_repo
 from swebounty.envs import DepSet, EnvBuildError, EnvManager, ResolvedSpec, metadata, prune
 from swebounty.envs.failures import StepFailed, advice
 from swebounty.envs.interpreters import Interpreter, discover
+from swebounty.envs.project import plan_deps, read_project
 
 UTC = timezone.utc
 OLD = datetime(2020, 3, 1, tzinfo=UTC)
@@ -187,3 +188,44 @@ def test_uvs_warning_names_the_release() -> None:
     )
     assert metadata.invalid_releases(said) == [("calendarish", "2.0")]
     assert metadata.lenient_specifier(">=2.6.*, !=3.0.*, >=x") == ">=2.6,!=3.0.*"
+
+
+POETRY = """
+[tool.poetry]
+name = "proj"
+version = "0.1.0"
+
+[tool.poetry.dependencies]
+python = "^3.6"
+attrs = "19.1.0"
+
+[tool.poetry.dev-dependencies]
+{dev}
+"""
+
+
+@pytest.mark.parametrize("conflicts", [True, False])
+def test_poetry_dev_dependencies_are_only_in_the_plans_that_take_them(
+    tmp_path: Path, conflicts: bool
+) -> None:
+    """A Poetry project's dev pins may conflict with its own (attrs 19.1.0 against a plugin
+    needing attrs>=20): then a plan without them resolves; when they fit, they are kept."""
+    newest, older = two_interpreters()
+    index = PackageIndex(tmp_path / "index")
+    index.wheel("attrs", "19.1.0", uploaded=OLD)
+    index.wheel("attrs", "20.3.0", uploaded=OLD)
+    index.wheel(
+        "pytest-thing", "1.0", uploaded=OLD, requires=["attrs>=20" if conflicts else "attrs"]
+    )
+    index.wheel("nose", "1.3.7", uploaded=OLD)
+    dev = 'pytest-thing = "^1.0"\nnose = "*"\n'
+    ws = git_repo(tmp_path / "ws", {"pyproject.toml": POETRY.format(dev=dev)})
+    always, plans = plan_deps(ws, read_project(ws), newest.minor_str, [])
+    assert always == [] and plans[0].lines == ["pytest-thing<2,>=1.0", "nose"]
+    # The project's own pin stands in for installing it (its backend is not on this index).
+    rspec = spec(newest, older, plans).model_copy(update={"install": ["attrs==19.1.0"]})
+    with used_by_uv(index, tmp_path / "uv-cache"):
+        env = EnvManager(tmp_path / "cache").ensure(rspec, ws)
+    assert "attrs==19.1.0" in env.lock
+    assert ("pytest-thing" in env.lock) is not conflicts
+    assert ("nose" in env.lock) is not conflicts

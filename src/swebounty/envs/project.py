@@ -181,7 +181,7 @@ def plan_deps(
     group_lines, groups = dependency_groups(pyproject, facts.name, notes)
     if groups:
         notes.append(f"dependency groups: {', '.join(groups)}")
-    always = _unique([*group_lines, *facts.build_requires])
+    always = _unique(facts.build_requires)
 
     file_lines: list[str] = []
     file_extras: list[str] = []
@@ -199,11 +199,19 @@ def plan_deps(
         [e for e in declared if TEST_EXTRA.match(e)] + facts.tox_extras + file_extras
     )
     all_extras = _unique(test_extras + [e for e in declared if not SKIP_EXTRA.search(e)])
+    # Dev dependency groups (Poetry's dev-dependencies, PEP 735, pdm, hatch) are a source of
+    # test requirements like the others, not lines every plan must take: a Poetry project's
+    # dev pins may conflict with its own, and then only plans without them resolve. Each
+    # source is tried with the groups first, then without.
     sources: list[tuple[str, list[str]]] = []
+    grouped = f"dependency groups ({', '.join(groups)})"
     if tox_lines or facts.tox_extras:
-        sources.append(("tox deps", tox_lines))
+        sources += _with_groups("tox deps", tox_lines, grouped, group_lines)
     if file_lines:
-        sources.append((f"requirement files ({', '.join(facts.requirement_files)})", file_lines))
+        label = f"requirement files ({', '.join(facts.requirement_files)})"
+        sources += _with_groups(label, file_lines, grouped, group_lines)
+    if group_lines:
+        sources.append((grouped, group_lines))
     sources.append(("no test requirement files", []))
     plans: list[DepSet] = []
     for extras, tag in ((all_extras, "all extras"), (test_extras, "test extras"), ([], "")):
@@ -213,6 +221,14 @@ def plan_deps(
             if not any(p.lines == plan.lines and p.extras == plan.extras for p in plans):
                 plans.append(plan)
     return always, plans
+
+
+def _with_groups(
+    label: str, lines: list[str], grouped: str, group_lines: list[str]
+) -> list[tuple[str, list[str]]]:
+    if not group_lines:
+        return [(label, lines)]
+    return [(f"{label} + {grouped}", [*lines, *group_lines]), (label, lines)]
 
 
 # ----------------------------------------------------------------------------- files
