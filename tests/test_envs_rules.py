@@ -229,3 +229,32 @@ def test_poetry_dev_dependencies_are_only_in_the_plans_that_take_them(
     assert "attrs==19.1.0" in env.lock
     assert ("pytest-thing" in env.lock) is not conflicts
     assert ("nose" in env.lock) is not conflicts
+
+
+def test_pytest_plugins_come_from_the_era_of_the_pytest_the_environment_gets(
+    tmp_path: Path,
+) -> None:
+    """A 2021 cutoff with `pytest==3.0.0` pinned: pytest-thing 2.0 (2020) claims pytest>=2
+    but calls what 3.0 lacked; 1.0, of the time 3.0 was current, is taken."""
+    newest, older = two_interpreters()
+    index = PackageIndex(tmp_path / "index")
+    index.wheel("pytest", "3.0.0", uploaded=datetime(2017, 1, 1, tzinfo=UTC))
+    index.wheel("pytest", "3.0.7", uploaded=datetime(2017, 3, 1, tzinfo=UTC))
+    index.wheel("pytest", "3.1.0", uploaded=datetime(2017, 6, 1, tzinfo=UTC))
+    index.wheel("pytest", "6.0.0", uploaded=datetime(2020, 7, 1, tzinfo=UTC))
+    for version, month in (("1.0", 4), ("1.1", 5), ("2.0", 7)):
+        when = datetime(2017 if version < "2" else 2020, month, 1, tzinfo=UTC)
+        index.wheel("pytest-thing", version, uploaded=when, requires=["pytest>=2"])
+    index.wheel("six", "1.15.0", uploaded=OLD)
+    ws = git_repo(tmp_path / "ws", {"README": "x\n"})
+    old = [DepSet(label="tox deps", lines=["pytest==3.0.0", "pytest-thing", "six"])]
+    current = [DepSet(label="tox deps", lines=["pytest", "pytest-thing", "six"])]
+    with used_by_uv(index, tmp_path / "uv-cache"):
+        env = EnvManager(tmp_path / "cache").ensure(spec(newest, older, old), ws)
+        fresh = EnvManager(tmp_path / "cache").ensure(spec(newest, older, current), ws)
+    # 3.1.0 (June 2017) ended 3.0's time: the plugin's May release is the last of it.
+    assert "pytest-thing==1.1" in env.lock and "six==1.15.0" in env.lock
+    assert "pytest plugins as of pytest 3.0.0's time (2017-06-01): pytest-thing 1.1" in "\n".join(
+        env.why
+    )
+    assert "pytest-thing==2.0" in fresh.lock and "pytest==6.0.0" in fresh.lock  # current: as is

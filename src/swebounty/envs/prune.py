@@ -15,12 +15,16 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from swebounty.envs.failures import StepFailed
+from swebounty.envs.interpreters import Interpreter
 from swebounty.envs.models import DepSet
+from swebounty.envs.steps import Uv
 
 log = logging.getLogger(__name__)
 
@@ -82,3 +86,32 @@ def without(plan: DepSet, lines: list[str], reason: str) -> DepSet:
         lines=[line for line in plan.lines if line not in lines],
         extras=plan.extras,
     )
+
+
+def resolves_alone(
+    uvr: Uv,
+    interp: Interpreter,
+    tmp: Path,
+    cutoff: datetime | None,
+    allow: dict[str, datetime],
+    tools_cutoff: datetime | None,
+    constraints: list[str],
+    line: str,
+) -> bool:
+    """Whether one requirement line resolves by itself at `cutoff` (prune.py's test of a line
+    that nothing on the index can satisfy). When the index cannot tell, it is kept."""
+    single = tmp / "alone.in"
+    single.write_text(line + "\n", encoding="utf-8")
+    try:
+        uvr.compile(
+            interp.executable,
+            single,
+            cutoff,
+            cwd=tmp,
+            allow=allow,
+            tools_cutoff=tools_cutoff,
+            constraints=constraints,
+        )
+    except StepFailed as exc:
+        return exc.kind in ("network", "timeout")
+    return True

@@ -10,6 +10,10 @@ each recorded in the lock (as `# exclude-newer-package` lines) and in the enviro
 - an interpreter released after the cutoff (the oldest one installed may postdate a 2014
   project): the environment's own tools (pip, setuptools, wheel, pytest and what they need)
   are taken as of that interpreter's first release, because the era's ones cannot run on it.
+Two more rules, each in its own module: a plan line nothing at the cutoff satisfies, even on
+its own, is dropped alone (prune.py); pytest plugins are taken as of the pinned pytest's time
+when it was superseded before the cutoff (plugins.py). Releases with metadata uv cannot parse
+are repaired by `steps.Uv.compile` (metadata.py).
 Also here: the check for packages that have wheels for an older interpreter only.
 """
 
@@ -24,7 +28,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
-from swebounty.envs import prune
+from swebounty.envs import plugins, prune
 from swebounty.envs.companions import import_roots, is_companion
 from swebounty.envs.failures import StepFailed
 from swebounty.envs.interpreters import Interpreter, first_release
@@ -124,7 +128,14 @@ def resolve_lock(
                     # the shared cutoff cannot.
                     dropped = len(plans[index].lines) - len(plan.lines)
                     alone = functools.partial(
-                        resolves_alone, uvr, interp, tmp, cutoff, allow, tools_cutoff, constraints
+                        prune.resolves_alone,
+                        uvr,
+                        interp,
+                        tmp,
+                        cutoff,
+                        allow,
+                        tools_cutoff,
+                        constraints,
                     )
                     if cutoff == cutoffs[-1] and dropped < prune.MAX_DROPS:
                         gone = prune.unresolvable(plan.lines, exc, alone)
@@ -140,6 +151,12 @@ def resolve_lock(
                     if month is not None:
                         out, cutoff, allow = month.lock, month.cutoff, month.allow
                         notes.append(month.note)
+                era = plugins.of_era(
+                    uvr, interp, req, out, cutoff, allow, tools_cutoff, constraints, tmp
+                )
+                if era is not None:
+                    out, allow = era.lock, era.allow
+                    notes.append(era.note)
                 notes += uvr.repaired(out)
                 label = plan.label + "".join(f" + {n}" for n in notes)
                 if tools_cutoff is not None:
@@ -150,35 +167,6 @@ def resolve_lock(
                 return Resolution(lock, label, cutoff, index)
     assert last is not None
     raise last
-
-
-def resolves_alone(
-    uvr: Uv,
-    interp: Interpreter,
-    tmp: Path,
-    cutoff: datetime | None,
-    allow: dict[str, datetime],
-    tools_cutoff: datetime | None,
-    constraints: list[str],
-    line: str,
-) -> bool:
-    """Whether one requirement line resolves by itself at `cutoff` (prune.py's test of a line
-    that nothing on the index can satisfy). When the index cannot tell, it is kept."""
-    single = tmp / "alone.in"
-    single.write_text(line + "\n", encoding="utf-8")
-    try:
-        uvr.compile(
-            interp.executable,
-            single,
-            cutoff,
-            cwd=tmp,
-            allow=allow,
-            tools_cutoff=tools_cutoff,
-            constraints=constraints,
-        )
-    except StepFailed as exc:
-        return exc.kind in ("network", "timeout")
-    return True
 
 
 class MonthRelease(NamedTuple):

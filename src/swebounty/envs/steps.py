@@ -222,7 +222,8 @@ def _cutoff_args(cutoff: datetime | None, allow: dict[str, datetime] | None = No
     if cutoff is None:
         return []
     args = ["--exclude-newer", _stamp(cutoff)]
-    later = {n: d for n, d in (allow or {}).items() if d > cutoff}
+    # Per-package cutoffs, later (exceptions to the date rule) or earlier (plugins.py).
+    later = {n: d for n, d in (allow or {}).items() if d != cutoff}
     if cutoff < SETUPTOOLS_FALLBACK_SINCE:
         # uv builds an sdist that names no backend with its fallback, `setuptools>=40.8.0`,
         # which did not exist yet: sdist-only dependencies of the era (pympler 0.5, markupsafe
