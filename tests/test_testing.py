@@ -185,7 +185,7 @@ def test_pytest_command_has_the_reporting_flags_and_each_file_once(tmp_path: Pat
     for flag in ["-rA", f"--junitxml={tmp_path / 'j.xml'}", "--tb=short", "--color=no"]:
         assert flag in argv
     assert argv[argv.index("-o") + 1] == "junit_family=xunit1"
-    assert argv[argv.index("-p") + 1] == "no:cacheprovider"
+    assert f"cache_dir={tmp_path / 'swebounty-pytest-cache'}" in argv and "-p" not in argv
     assert argv[-3:] == ["--", "a.py", "b.py"]
     assert "--rootdir=/w" in pytest_command(["pytest"], [], tmp_path / "j", rootdir="/w")
 

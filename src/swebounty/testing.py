@@ -90,6 +90,11 @@ def _defines_tests_in_test_dir(parts: tuple[str, ...], lines: list[str]) -> bool
     return bool(_TEST_DIRS & set(parts[:-1])) and any(_DEFINES_TESTS.search(ln) for ln in lines)
 
 
+def cache_path(junit_path: Path) -> Path:
+    """Where pytest's cache goes for a run writing `junit_path`."""
+    return Path(junit_path).parent / "swebounty-pytest-cache"
+
+
 def pytest_command(
     prefix: Sequence[str],
     files: Iterable[str],
@@ -97,9 +102,15 @@ def pytest_command(
     *,
     rootdir: Path | str | None = None,
 ) -> list[str]:
-    """The argv that runs `files` and writes xunit1 JUnit XML (it keeps the `file` attribute)."""
+    """The argv that runs `files` and writes xunit1 JUnit XML (it keeps the `file` attribute).
+
+    pytest's cache goes beside the JUnit file (the sandbox's private /tmp), not into the
+    workspace; it is not turned off (`-p no:cacheprovider`): plugins read `config.cache`
+    (pytest-pep8, pytest-flakes) and stop the run with an INTERNALERROR without it. pytest
+    before 3.2 has no `cache_dir` and ignores it (its `.cache` lands in the throw-away
+    workspace)."""
     argv = [*prefix, "-rA", f"--junitxml={junit_path}", "-o", "junit_family=xunit1"]
-    argv += ["-p", "no:cacheprovider", "--tb=short", "--color=no"]
+    argv += ["-o", f"cache_dir={cache_path(junit_path)}", "--tb=short", "--color=no"]
     if rootdir is not None:
         argv.append(f"--rootdir={rootdir}")
     # `--` so a file named like an option stays a file; dict.fromkeys drops repeats in order.
