@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from repo_helpers import git_repo
-from swebounty.testing import parse_junit, pytest_command
+from swebounty.testing import parse_junit, pytest_command, relocated
 
 # A plugin of the pep8/flakes kind: it keeps mtimes in the cache between runs.
 CONFTEST = """
@@ -43,3 +43,11 @@ def test_a_plugin_reading_the_cache_runs_and_the_workspace_gets_no_cache(tmp_pat
     off = [*argv[: at - 1], "-p", "no:cacheprovider", *argv[at + 1 :]]
     broken = run(off, ws)
     assert broken.returncode != 0 and "cache" in broken.stdout + broken.stderr
+
+
+def test_an_unsandboxed_run_moves_the_junit_file_and_the_cache_together(tmp_path: Path) -> None:
+    args = pytest_command([], ["t.py"], Path("/tmp/swebounty-junit.xml"))
+    moved = relocated(args, tmp_path / "junit.xml")
+    assert f"--junitxml={tmp_path / 'junit.xml'}" in moved
+    assert f"cache_dir={tmp_path / 'swebounty-pytest-cache'}" in moved
+    assert not any("/tmp/swebounty" in a for a in moved) and len(moved) == len(args)

@@ -95,6 +95,15 @@ def cache_path(junit_path: Path) -> Path:
     return Path(junit_path).parent / "swebounty-pytest-cache"
 
 
+def relocated(args: list[str], junit_path: Path) -> list[str]:
+    """`pytest_command`'s arguments writing the JUnit file (and the cache) at `junit_path`."""
+    swap = {
+        "--junitxml=": f"--junitxml={junit_path}",
+        "cache_dir=": f"cache_dir={cache_path(junit_path)}",
+    }
+    return [next((v for k, v in swap.items() if a.startswith(k)), a) for a in args]
+
+
 def pytest_command(
     prefix: Sequence[str],
     files: Iterable[str],

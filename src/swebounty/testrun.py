@@ -59,13 +59,7 @@ from swebounty.services.catalog import ServiceError, declared
 from swebounty.services.models import ServiceUse
 from swebounty.services.runtime import StandIns, build, shipped_catalog
 from swebounty.tasks import Task
-from swebounty.testing import (
-    JUnitError,
-    TestOutcome,
-    cache_path,
-    parse_junit_bytes,
-    test_files,
-)
+from swebounty.testing import JUnitError, TestOutcome, parse_junit_bytes, relocated, test_files
 from swebounty.workdirs import PACK_CACHE, memory_place, tree_size
 
 log = logging.getLogger(__name__)
@@ -265,9 +259,7 @@ def _run_guarded(
     if not sandbox.isolated:
         # The unsafe backend has no private /tmp: runs side by side would share one file.
         config["junit"] = str(scratch / "junit.xml")
-        args = [f"--junitxml={config['junit']}" if a.startswith("--junitxml=") else a for a in args]
-        cache = f"cache_dir={cache_path(Path(str(config['junit'])))}"
-        args = [cache if a.startswith("cache_dir=") else a for a in args]
+        args = relocated(args, Path(config["junit"]))  # type: ignore[arg-type]
     config["args"] = args
     config["tmp_files"] = seeded
     guard_dir = scratch / "guard"
