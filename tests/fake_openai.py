@@ -4,6 +4,10 @@
 with the next scripted item: an assistant message (`bash("ls")`, `submit()`, `skip()`,
 `call(name, raw_arguments)`, `text("...")`) or an HTTP error (`Error(503)`). Token counts are
 derived from the request's size, so they are the same on every run. Every request is recorded.
+A request with `"stream": true` is answered with server-sent events, as OpenAI does: the
+message in one chunk, then, only when the request asked with `stream_options.include_usage`
+(and `stream_usage` is left on), a last chunk with the usage. `usage=False` leaves every
+answer without one, as some servers do.
 """
 
 from __future__ import annotations
@@ -79,8 +83,16 @@ class _QuietServer(ThreadingHTTPServer):
 class FakeOpenAI:
     """Replays `script` on 127.0.0.1; when it runs out, answers with plain text (no tool)."""
 
-    def __init__(self, script: list[dict[str, Any] | Error | Slow]) -> None:
+    def __init__(
+        self,
+        script: list[dict[str, Any] | Error | Slow],
+        *,
+        usage: bool = True,
+        stream_usage: bool = True,
+    ) -> None:
         self.script = list(script)
+        self.usage = usage
+        self.stream_usage = stream_usage
         self.requests: list[Recorded] = []
         self.lock = threading.Lock()
         fake = self
@@ -101,7 +113,30 @@ class FakeOpenAI:
                     self.reply(404, {"error": {"message": f"no route {self.path}"}})
                     return
                 status, answer = fake.answer(body)
-                self.reply(status, answer)
+                if status == 200 and body.get("stream") is True:
+                    self.stream(answer, body)
+                else:
+                    self.reply(status, answer)
+
+            def stream(self, answer: dict[str, Any], body: dict[str, Any]) -> None:
+                choice = answer["choices"][0]
+                delta = {**choice["message"], "role": "assistant"}
+                chunks: list[dict[str, Any]] = [
+                    {"id": answer["id"], "object": "chat.completion.chunk", "choices": [
+                        {"index": 0, "delta": delta, "finish_reason": choice["finish_reason"]}
+                    ]}
+                ]  # fmt: skip
+                options = body.get("stream_options") or {}
+                if fake.stream_usage and options.get("include_usage") and "usage" in answer:
+                    chunks.append({"id": answer["id"], "object": "chat.completion.chunk",
+                                   "choices": [], "usage": answer["usage"]})  # fmt: skip
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                for chunk in chunks:
+                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                    self.wfile.flush()
+                self.wfile.write(b"data: [DONE]\n\n")
 
             def reply(self, status: int, data: Any) -> None:
                 raw = data.encode() if isinstance(data, str) else json.dumps(data).encode()
@@ -135,7 +170,7 @@ class FakeOpenAI:
             item = item.message
         prompt = len(json.dumps(body.get("messages", []))) // 4
         completion = len(json.dumps(item)) // 4
-        return 200, {
+        answer = {
             "id": "chatcmpl-fake",
             "object": "chat.completion",
             "model": body.get("model", "fake-model"),
@@ -152,6 +187,9 @@ class FakeOpenAI:
                 "total_tokens": prompt + completion,
             },
         }
+        if not self.usage:
+            del answer["usage"]
+        return 200, answer
 
     @property
     def chat_requests(self) -> list[Recorded]:

@@ -92,6 +92,45 @@ def test_a_temp_dir_too_long_for_the_socket_is_refused_before_the_run(
     create_agent("command", {"command": "true"})  # no model, no socket: nothing to refuse
 
 
+def test_the_budget_stops_an_agent_that_goes_on_calling_the_model(
+    demo: Demo, tmp_path: Path
+) -> None:
+    task = demo.task(1)
+    # Edits the code, then streams one call after another, retrying whatever it is told.
+    greedy = tmp_path / "greedy.py"
+    greedy.write_text(
+        textwrap.dedent("""
+        import json, os, time, urllib.error, urllib.request
+        with open("tinytext/__init__.py", "a") as f:
+            f.write("# half done\\n")
+        body = json.dumps({"model": "m", "stream": True,
+                           "messages": [{"role": "user", "content": "go on"}]}).encode()
+        for _ in range(200):
+            try:
+                urllib.request.urlopen(os.environ["OPENAI_BASE_URL"] + "/chat/completions",
+                                       data=body).read()
+            except urllib.error.HTTPError as e:
+                print("refused", e.code, flush=True)
+            time.sleep(0.2)
+        """)
+    )
+    with FakeOpenAI([text("go")] * 200) as fake:
+        options = {"command": f"python3 {greedy}", "model": "fake-model", "base_url": fake.url,
+                   "max_tokens": 100}  # fmt: skip
+        agent = create_agent("command", options)
+        [(attempt, verdict)] = run_one(demo, tmp_path / "runs", task, agent, time_limit_s=60)
+    assert attempt.stop_reason == "budget", (attempt.error, attempt.trajectory[-3:])
+    assert attempt.status == "submitted" and "half done" in attempt.patch  # on_limit: submit
+    assert attempt.seconds < 30  # stopped, not left to run out its time
+    assert attempt.tokens_in is not None and attempt.tokens_out is not None
+    assert 100 <= attempt.tokens_in + attempt.tokens_out < 100 + 60  # one answer past it at most
+    assert not attempt.tokens_incomplete  # the streamed calls were asked for their usage
+    assert all(r.body["stream_options"] == {"include_usage": True} for r in fake.chat_requests)
+    assert len(fake.chat_requests) == len([e for e in attempt.trajectory
+                                           if e.get("tokens_in") and e["type"] == "model_request"])  # fmt: skip
+    assert verdict.status == "unresolved"
+
+
 @pytest.mark.parametrize(
     ("body", "status", "verdict_status"),
     [

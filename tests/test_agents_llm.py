@@ -105,6 +105,25 @@ def test_step_limit_submits_what_is_there(demo: Demo, tmp_path: Path) -> None:
     assert len(fake.chat_requests) == 2
 
 
+def test_the_budget_stops_the_loop_and_a_missing_usage_marks_the_count(
+    demo: Demo, tmp_path: Path
+) -> None:
+    task = demo.task(1)
+    price = {"input": 1_000_000.0, "output": 0.0}  # $1 per token in: the first call spends it
+    with FakeOpenAI([_apply(task), bash("ls"), bash("ls")]) as fake:
+        agent = _agent(fake, max_cost_usd=5.0, price=price)
+        [(attempt, verdict)] = run_one(demo, tmp_path / "runs", task, agent)
+    assert attempt.stop_reason == "budget" and attempt.status == "submitted"  # on_limit submit
+    assert len(fake.chat_requests) == 1 and verdict.status == "resolved"
+    assert attempt.cost_usd == attempt.tokens_in and not attempt.tokens_incomplete
+    assert next(e for e in attempt.trajectory if e["type"] == "budget")["spent"].startswith("$")
+
+    with FakeOpenAI([bash("ls"), skip()], usage=False) as fake:
+        [(attempt, _)] = run_one(demo, tmp_path / "runs2", task, _agent(fake))
+    assert attempt.stop_reason == "skip" and attempt.tokens_incomplete
+    assert (attempt.tokens_in, attempt.tokens_out) == (0, 0)  # a lower bound, marked as one
+
+
 def test_server_errors_are_retried(demo: Demo, tmp_path: Path) -> None:
     task = demo.task(1)
     with FakeOpenAI([Error(503), Error(500), _apply(task), Error(429), submit()]) as fake:

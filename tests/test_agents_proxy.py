@@ -49,8 +49,8 @@ def test_forwards_chat_completions_with_the_hosts_key_and_counts_tokens(tmp_path
     assert {r.body["model"] for r in sent} == {"served-model"}  # pinned to the run's model
     usage = [json.loads(json.dumps(r)) for r in proxy.requests]
     assert [r["status"] for r in usage] == [200, 200, 503]
-    assert proxy.counted and proxy.tokens_in > 0 and proxy.tokens_out > 0
-    assert proxy.tokens_in == sum(r.get("tokens_in", 0) for r in usage)
+    assert proxy.meter.complete and proxy.meter.tokens_in > 0 and proxy.meter.tokens_out > 0
+    assert proxy.meter.tokens_in == sum(r.get("tokens_in", 0) for r in usage)
     assert usage[0]["requested_model"] == "whatever-the-agent-asks"
     assert not sock.exists()  # removed when the proxy stops
 

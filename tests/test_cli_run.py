@@ -113,13 +113,14 @@ def test_llm_agent_from_the_command_line_with_cost_and_provenance(
                    "--agent", "llm", "--model", "fake-model", "--base-url", fake.url,
                    "--api-key-env", "I9_FAKE_KEY", "--prices", str(prices),
                    "--weights", str(weights), "--model-cutoff", "2020-01-01",
-                   "--run-id", "L")  # fmt: skip
+                   "--max-cost", "0.0001", "--run-id", "L")  # fmt: skip
     assert fake.chat_requests[0].headers["Authorization"] == "Bearer sk-test"
     assert "skipped" in out  # nothing changed: an empty diff is a skip
     with Store.open(runs / "runs.sqlite") as store:
         [attempt] = store.attempts("L")
         provenance = store.provenance("L")
     assert attempt.cost_usd is not None and attempt.cost_usd > 0
+    assert attempt.stop_reason == "budget" and len(fake.chat_requests) == 1  # $0.0001 spent
     assert attempt.cost_usd == pytest.approx(
         (attempt.tokens_in * 1000 + attempt.tokens_out * 2000) / 1e6  # type: ignore[operator]
     )
@@ -143,6 +144,10 @@ def test_unknown_agent_and_bad_options_are_clear_errors(cache_dir: Path, tmp_pat
         (["--agent", "nope"], "unknown agent"),
         (["--agent", "llm", "--model", "m", "--base-url", "http://x/api"], "must end in /v1"),
         (["--agent", "command"], "command"),
+        (
+            ["--agent", "llm", "--model", "m", "--base-url", "http://x/v1", "--max-cost", "1"],
+            "--max-cost needs the price of model 'm'",
+        ),
     ):
         result = runner.invoke(app, ["run", "--demo", *args, "--cache-dir", str(cache_dir),
                                      "--runs-dir", str(tmp_path)])  # fmt: skip

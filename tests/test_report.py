@@ -219,3 +219,20 @@ def test_chromium_is_found_where_the_environment_says(
     browser.write_text("#!/bin/sh\n")
     monkeypatch.setenv("SWEBOUNTY_CHROMIUM", str(browser))
     assert find_chromium() == browser
+
+
+def test_an_incomplete_token_count_is_shown_as_such(tmp_path: Path) -> None:
+    run = make_run("partial", {"org__lib-0"}, tmp_path, cost=0.5)
+    run.submissions[1].tokens_incomplete = True
+    run.submissions[1].tokens_in = 7
+    score = score_run(run.tasks, run.submissions, run.verdicts, run_id="partial", estimate=None)
+    assert score.cost.attempts_incomplete == 1 and score.cost.total_usd == 1.5
+    console = Console(record=True, width=250)
+    console.print(render_table([score]))
+    assert "1 attempts' tokens incomplete" in console.export_text()
+    html = write_report(
+        [ReportRun(score, run.info, run.tasks, run.verdicts, run.submissions)],
+        tmp_path / "out" / "report.html",
+    ).read_text(encoding="utf-8")
+    assert "1 attempts' token counts incomplete" in html
+    assert "at least: incomplete" in html

@@ -177,6 +177,14 @@ def test_cost_tokens_time_and_dollars_per_dollar() -> None:
     assert partial.attempts_with_cost == 2 and partial.total_usd == 6.0
     assert partial.earned_per_usd is None  # a ratio over partly known costs would flatter
 
+    # An attempt whose count is a lower bound is never summed as if it were complete.
+    lower = sub("t2", 1, cost_usd=0.5, tokens_in=10, tokens_out=1, tokens_incomplete=True)
+    incomplete = score_run(tasks, [*subs[:2], lower], verdicts, estimate=None).cost
+    assert (incomplete.attempts, incomplete.attempts_with_cost) == (3, 2)
+    assert incomplete.attempts_incomplete == 1
+    assert incomplete.total_usd == 6.0 and incomplete.tokens_in == 4000
+    assert incomplete.earned_per_usd is None
+
 
 def test_hack_flags_are_counted_per_attempt() -> None:
     tasks = [task("t1"), task("t2"), task("t3")]

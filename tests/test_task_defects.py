@@ -100,7 +100,7 @@ def test_eval_says_a_task_defect_once_and_whole() -> None:
 
 
 def test_run_s_summary_names_the_task_defects(capsys: pytest.CaptureFixture[str]) -> None:
-    from swebounty.cli.run import _summary
+    from swebounty.cli._run_output import print_summary
     from swebounty.grading import TASK_DEFECT
     from swebounty.summary import run_report
     from swebounty.tasks import Submission
@@ -111,12 +111,12 @@ def test_run_s_summary_names_the_task_defects(capsys: pytest.CaptureFixture[str]
     tasks = [_task(), _task().model_copy(update={"instance_id": "o__p-2"})]
     subs = [Submission(instance_id=t.instance_id, model_patch="") for t in tasks]
     report = run_report("r", tasks, subs, [defect, sound], [], sandbox="bwrap", unsafe=False)
-    _summary("r", report, Path("report.json"))
+    print_summary("r", report, Path("report.json"))
     said = capsys.readouterr().out
     assert "1 task defect(s)" in said and "o__p-1" in said and "o__p-2" not in said
     assert "check the dataset's FAIL_TO_PASS labels" in said
     report["task_defects"] = []
-    _summary("r", report, Path("report.json"))
+    print_summary("r", report, Path("report.json"))
     assert "task defect" not in capsys.readouterr().out
 
 

@@ -117,6 +117,7 @@ def run_attempt(
         pick=result.pick if result.status == "submitted" else None,
         tokens_in=result.tokens_in,
         tokens_out=result.tokens_out,
+        tokens_incomplete=result.tokens_incomplete,
         cost_usd=cost,
         seconds=round(time.monotonic() - start, 3),
         verified=result.verified,

@@ -77,6 +77,11 @@ class PassAtK(BaseModel):
 class CostScore(BaseModel):
     attempts: int = Field(default=0, description="attempts with a submission")
     attempts_with_cost: int = 0
+    attempts_incomplete: int = Field(
+        default=0,
+        description="attempts whose tokens are a lower bound (an answer had no usage): their "
+        "tokens and cost are left out of every total, so attempts_with_cost is short of attempts",
+    )
     total_usd: float | None = None
     per_attempt_usd: float | None = None
     one_pass_usd: float | None = Field(

@@ -140,8 +140,13 @@ def _pass_at_k(outcomes: Sequence[TaskOutcome], boot: _Boot) -> list[PassAtK]:
 
 def _cost(outcomes: Sequence[TaskOutcome], earned_usd: float) -> CostScore:
     subs = [a.submission for o in outcomes for a in o.attempts if a.submission is not None]
-    costed = [s.cost_usd for s in subs if s.cost_usd is not None]
-    score = CostScore(attempts=len(subs), attempts_with_cost=len(costed))
+    incomplete = sum(s.tokens_incomplete for s in subs)
+    # A lower bound summed with exact counts would pass for an exact total: left out.
+    complete = [s for s in subs if not s.tokens_incomplete]
+    costed = [s.cost_usd for s in complete if s.cost_usd is not None]
+    score = CostScore(
+        attempts=len(subs), attempts_with_cost=len(costed), attempts_incomplete=incomplete
+    )
     score.eval_seconds = sum(a.verdict.seconds for o in outcomes for a in o.attempts if a.verdict)
     if costed:
         score.total_usd = float(sum(costed))
@@ -150,7 +155,9 @@ def _cost(outcomes: Sequence[TaskOutcome], earned_usd: float) -> CostScore:
             [
                 a.submission.cost_usd
                 for a in o.attempts
-                if a.submission and a.submission.cost_usd is not None
+                if a.submission
+                and a.submission.cost_usd is not None
+                and not a.submission.tokens_incomplete
             ]
             for o in outcomes
         ]
@@ -158,8 +165,8 @@ def _cost(outcomes: Sequence[TaskOutcome], earned_usd: float) -> CostScore:
         # A ratio over partly known costs would flatter the model: only when all are known.
         if len(costed) == len(subs) and score.one_pass_usd > 0:
             score.earned_per_usd = earned_usd / score.one_pass_usd
-    tokens_in = [s.tokens_in for s in subs if s.tokens_in is not None]
-    tokens_out = [s.tokens_out for s in subs if s.tokens_out is not None]
+    tokens_in = [s.tokens_in for s in complete if s.tokens_in is not None]
+    tokens_out = [s.tokens_out for s in complete if s.tokens_out is not None]
     seconds = [s.seconds for s in subs if s.seconds is not None]
     score.tokens_in = sum(tokens_in) if tokens_in else None
     score.tokens_out = sum(tokens_out) if tokens_out else None

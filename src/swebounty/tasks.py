@@ -182,6 +182,9 @@ class Submission(BaseModel):
     cost_usd: float | None = Field(None, ge=0)
     tokens_in: int | None = Field(None, ge=0, le=2**53)
     tokens_out: int | None = Field(None, ge=0, le=2**53)
+    tokens_incomplete: bool = Field(
+        False, description="tokens and cost are a lower bound (some answer had no usage)"
+    )
     seconds: float | None = Field(None, ge=0)
 
     @field_validator("instance_id")
@@ -229,6 +232,9 @@ class Attempt(BaseModel):
     tokens_in: int | None = None
     tokens_out: int | None = None
     cost_usd: float | None = None
+    tokens_incomplete: bool = Field(
+        False, description="tokens and cost are a lower bound: some answer had no usage"
+    )
     seconds: float = 0.0
     verified: bool | None = Field(None, description="ran code on its final state (None: unknown)")
     flags: list[str] = Field(
@@ -253,6 +259,7 @@ class Attempt(BaseModel):
             cost_usd=self.cost_usd,
             tokens_in=self.tokens_in,
             tokens_out=self.tokens_out,
+            tokens_incomplete=self.tokens_incomplete,
             seconds=self.seconds,
             verified=self.verified,
             agent_status=self.status,

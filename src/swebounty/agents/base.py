@@ -73,6 +73,9 @@ class AgentResult(BaseModel):
     tokens_in: int | None = None
     tokens_out: int | None = None
     cost_usd: float | None = None
+    tokens_incomplete: bool = Field(
+        False, description="some answer spent tokens without saying how many: a lower bound"
+    )
     verified: bool | None = Field(
         None, description="ran a test or script on its final code (None: unknown)"
     )

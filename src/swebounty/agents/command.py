@@ -13,7 +13,10 @@ The contract, for agent authors (also in the README):
   loopback, forwarded to the run's endpoint; the real API key stays on the host), $SWEBOUNTY_MODEL;
   only inference is forwarded (proxy.INFERENCE; the `allow_endpoints` option adds more), any
   other request gets 403 and the attempt the `calls_non_inference_api` hack flag;
-- an optional trajectory: JSON lines in $SWEBOUNTY_OUTPUT/trajectory.jsonl.
+- an optional trajectory: JSON lines in $SWEBOUNTY_OUTPUT/trajectory.jsonl;
+- a budget (`max_tokens`, `max_cost_usd`) is enforced at the proxy: once spent, the model
+  refuses and the agent is stopped; the attempt ends with stop reason `budget` and, as
+  `on_limit` says, the workspace's diff as its answer or a skip.
 Paths the command needs (its code, its own virtualenv) are mounted read-only: every absolute
 path named in the command, and each `mounts` entry.
 """
@@ -27,11 +30,13 @@ import os
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
 from swebounty.agents.base import AgentResult, PublicTask, source_sha256
+from swebounty.agents.meter import Budget, Meter
+from swebounty.agents.prices import Price
 from swebounty.agents.proxy import (
     REFUSED_FLAG,
     ModelProxy,
@@ -63,6 +68,18 @@ class CommandConfig(BaseModel):
         description="endpoints the proxy forwards beside inference: 'POST /v1/embeddings'",
     )
 
+    max_tokens: int | None = Field(None, ge=1, description="budget: tokens in + out per attempt")
+    max_cost_usd: float | None = Field(None, gt=0, description="budget: dollars per attempt")
+    price: Price | None = Field(None, description="the model's price (for max_cost_usd)")
+    on_limit: Literal["submit", "skip"] = Field(
+        "submit", description="when the budget is spent: submit the diff so far, or skip"
+    )
+
+    def budget(self) -> Budget | None:
+        if self.max_tokens is None and self.max_cost_usd is None:
+            return None
+        return Budget(max_tokens=self.max_tokens, max_cost_usd=self.max_cost_usd, price=self.price)
+
     @field_validator("allow_endpoints")
     @classmethod
     def _endpoints(cls, value: list[str]) -> list[str]:
@@ -93,6 +110,10 @@ class CommandAgent:
     @classmethod
     def create(cls, options: dict[str, Any], tasks: Sequence[Task]) -> CommandAgent:
         config = CommandConfig.model_validate(options)
+        if (budget := config.budget()) is not None:
+            if not config.base_url:
+                raise ValueError("a budget (max_tokens, max_cost_usd) needs a model (base_url)")
+            budget.check()
         if config.base_url:
             # Before the run, not in every attempt: a TMPDIR too long for the socket.
             check_socket_path(planned_socket_path())
@@ -124,6 +145,7 @@ class CommandAgent:
                         model=self.config.model,
                         api_key=key,
                         allow=[parse_endpoint(e) for e in self.config.allow_endpoints],
+                        meter=Meter(self.config.budget()),
                         give_to=session.sandbox.prepare_workdir,
                     )
                 )
@@ -161,12 +183,24 @@ class CommandAgent:
         result = AgentResult(status="agent_error", model=self.config.model, trajectory=trajectory)
         if proxy is not None and proxy.refused:
             result.flags.append(REFUSED_FLAG)
-        if proxy is not None and proxy.counted:
-            result.tokens_in, result.tokens_out = proxy.tokens_in, proxy.tokens_out
-        elif proxy is not None and not proxy.requests:
-            result.tokens_in = result.tokens_out = 0
+        spent = None
+        if proxy is not None:
+            meter = proxy.meter
+            result.tokens_in, result.tokens_out = meter.tokens_in, meter.tokens_out
+            result.tokens_incomplete = not meter.complete
+            result.cost_usd = meter.cost_usd
+            spent = meter.exhausted()
         skip = read_regular(session.output_dir / "skip", 1 << 20) is not None
-        if run.timed_out:
+        finished = run.returncode == 0 and not run.timed_out
+        if spent and (not finished or (proxy is not None and proxy.budget_refused)):
+            # Stopped by its budget (or refused by it, then gave up): the limit decides.
+            trajectory.append({"type": "budget", "spent": spent})
+            if self.config.on_limit == "skip" or skip:
+                result.status = "skipped"
+            else:
+                self._submission(session, result, calls)
+            result.stop_reason = "budget"
+        elif run.timed_out:
             result.stop_reason = "time_limit"
             result.error = f"the agent ran out of time ({run.seconds:.0f} s)"
         elif run.returncode == SKIP_EXIT or (run.returncode == 0 and skip):

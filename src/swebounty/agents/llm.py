@@ -3,8 +3,8 @@
 Tools: `bash` (runs a command in the workspace, in the sandbox, and returns its output, capped),
 `submit` (the workspace's diff is the answer; for pick tasks, `proposal` is the chosen index)
 and `skip`. The loop runs on the host and talks to the model endpoint directly; every command
-runs in the sandbox. It stops at `submit`/`skip`, or at a limit (steps, tokens, wall clock),
-where it does what `on_limit` says (submit the current diff, as SWE-agent does, or skip).
+runs in the sandbox. It stops at `submit`/`skip`, or at a limit (steps, wall clock, its budget
+in tokens or dollars: stop reason `budget`), where it does what `on_limit` says (submit the current diff, as SWE-agent does, or skip).
 A malformed tool call (bad JSON, an unknown tool, a missing argument) is answered with an error
 message for the model to correct, never a crash. A pick task may come without a session (no
 clone of its repository): then `bash` is not offered and the model picks from the issue and
@@ -23,7 +23,9 @@ from pydantic import BaseModel, Field, field_validator
 
 from swebounty.agents import model as model_module
 from swebounty.agents.base import AgentResult, PublicTask, source_sha256
+from swebounty.agents.meter import Budget, Meter
 from swebounty.agents.model import ChatModel, ModelRequestError, ModelTimeUp, ModelUnavailable
+from swebounty.agents.prices import Price
 from swebounty.agents.session import Session, WorkspaceGone
 from swebounty.agents.trajectory import from_jsonl, verified
 from swebounty.safefs import read_regular
@@ -57,7 +59,9 @@ class LLMConfig(BaseModel):
     base_url: str = Field(description="OpenAI-compatible endpoint, ending in /v1")
     api_key_env: str | None = Field(None, description="environment variable holding the key")
     max_steps: int = Field(50, ge=1, description="model calls per attempt")
-    max_tokens: int = Field(2_000_000, ge=1, description="tokens in + out per attempt")
+    max_tokens: int = Field(2_000_000, ge=1, description="budget: tokens in + out per attempt")
+    max_cost_usd: float | None = Field(None, gt=0, description="budget: dollars per attempt")
+    price: Price | None = Field(None, description="the model's price (for max_cost_usd)")
     max_output_tokens: int = Field(4096, ge=1, description="per completion")
     temperature: float | None = 0.0
     command_timeout_s: float = Field(300.0, gt=0, description="one bash command")
@@ -147,7 +151,13 @@ class LLMAgent:
 
     @classmethod
     def create(cls, options: dict[str, Any], tasks: Sequence[Task]) -> LLMAgent:
-        return cls(LLMConfig.model_validate(options))
+        agent = cls(LLMConfig.model_validate(options))
+        agent.budget().check()
+        return agent
+
+    def budget(self) -> Budget:
+        c = self.config
+        return Budget(max_tokens=c.max_tokens, max_cost_usd=c.max_cost_usd, price=c.price)
 
     def _client(self) -> ChatModel:
         if self._chat is not None:
@@ -171,6 +181,7 @@ class LLMAgent:
             result.error = "the llm agent needs a workspace for a fix task"
             return result
         result.tokens_out = 0
+        meter = Meter(self.budget())
         events = result.trajectory
         chat = self._client()
         messages: list[dict[str, Any]] = [
@@ -179,7 +190,7 @@ class LLMAgent:
         ]
         events += [{"type": "message", **m} for m in messages]
         try:
-            stop = self._loop(task, session, chat, messages, result)
+            stop = self._loop(task, session, chat, messages, result, meter)
         except ModelTimeUp:
             stop = _Stop("time_limit")
         except ModelRequestError as exc:
@@ -204,6 +215,7 @@ class LLMAgent:
         chat: ChatModel,
         messages: list[dict[str, Any]],
         result: AgentResult,
+        meter: Meter,
     ) -> _Stop:
         c, events = self.config, result.trajectory
         tools = tools_for(task.kind, workspace=session is not None)
@@ -217,8 +229,13 @@ class LLMAgent:
             completion = chat.complete(
                 messages, tools, deadline=deadline, tool_choice=c.tool_choice
             )
-            result.tokens_in = (result.tokens_in or 0) + (completion.tokens_in or 0)
-            result.tokens_out = (result.tokens_out or 0) + (completion.tokens_out or 0)
+            if completion.tokens_in is None:
+                meter.missing()  # the server said not what this answer cost
+            else:
+                meter.add(completion.tokens_in, completion.tokens_out or 0)
+            result.tokens_in, result.tokens_out = meter.tokens_in, meter.tokens_out
+            result.tokens_incomplete = not meter.complete
+            result.cost_usd = meter.cost_usd
             for problem in completion.retries:
                 events.append({"type": "retry", "step": step, "error": problem})
             message = {k: v for k, v in completion.message.items() if v is not None}
@@ -244,8 +261,9 @@ class LLMAgent:
                 stop, tree = self._call(task, session, call, messages, events, step, tree)
                 if stop is not None:
                     return stop
-            if (result.tokens_in or 0) + (result.tokens_out or 0) >= c.max_tokens:
-                return _Stop("token_limit")
+            if spent := meter.exhausted():
+                events.append({"type": "budget", "spent": spent})
+                return _Stop("budget")
         return _Stop("step_limit")
 
     def _call(

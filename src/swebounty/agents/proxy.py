@@ -9,7 +9,10 @@ is checked, and the normal form is what goes upstream; anything else is refused 
 recorded, so the attempt carries the `calls_non_inference_api` flag (the run's key must not
 read the account's files or start fine-tuning jobs). It adds the API key itself (the key never
 enters the sandbox), pins the request's `model` to the run's model (provenance stays true), and
-counts the tokens of every answer (JSON or server-sent events) for the attempt's cost.
+meters every answer (meter.py: JSON or server-sent events, streamed requests asked to report
+their usage; an answer without one makes the count incomplete). Once the attempt's budget is
+spent, inference is refused (429, `insufficient_quota`) and `STATUS_PATH` says so, which the
+agent's entry point watches to end the agent.
 
 The socket lives in a private directory of its own under the system's temp dir (`serving`),
 not under the cache: a unix socket's path holds at most 107 bytes, and a cache path of any
@@ -37,6 +40,7 @@ from urllib.parse import unquote, urlsplit
 
 import httpx
 
+from swebounty.agents.meter import Meter, UsageReader, ask_for_usage
 from swebounty.safefs import remove_tree
 from swebounty.workdirs import make_process_dir, process_dir_prefix, sweep_dead_dirs
 
@@ -57,10 +61,10 @@ INFERENCE: frozenset[tuple[str, str]] = frozenset(
     }
 )
 REFUSED_FLAG = "calls_non_inference_api"
+STATUS_PATH = "/swebounty/budget"  # the harness's own: {"exhausted": null or what ran out}
 _PATH_CHARS = 2000  # of a refused request's path, kept in the trajectory
 
 MAX_REQUEST_BYTES = 32 << 20
-_ACCOUNTED_BYTES = 8 << 20  # of an answer, read for its `usage`
 _HOP_BY_HOP = {
     "connection",
     "keep-alive",
@@ -115,6 +119,7 @@ class ModelProxy:
         api_key: str | None = None,
         timeout_s: float = 600.0,
         allow: Iterable[tuple[str, str]] = (),
+        meter: Meter | None = None,
     ) -> None:
         self.socket_path = Path(socket_path)
         self.upstream = upstream.rstrip("/")
@@ -125,9 +130,8 @@ class ModelProxy:
         self._http = httpx.Client(timeout=timeout_s)
         self._lock = threading.Lock()
         self.requests: list[dict[str, Any]] = []
-        self.tokens_in = 0
-        self.tokens_out = 0
-        self.counted = False  # some answer carried a usage
+        self.meter = meter or Meter()
+        self.budget_refused = 0  # requests refused once the budget was spent
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -170,10 +174,19 @@ class ModelProxy:
             "method": req.command[:16],
             "path": req.path[:_PATH_CHARS],
         }
+        if req.path == STATUS_PATH:
+            _json(req, 200, {"exhausted": self.meter.exhausted()})
+            return
         try:
             path = normal_path(req.path)
             if path is None or (req.command, path) not in self.allowed:
                 status = self._refuse(req, record)
+            elif spent := self.meter.exhausted():
+                record["refused"] = f"budget: {spent}"
+                with self._lock:
+                    self.budget_refused += 1
+                message = f"swebounty model proxy: this attempt's budget is spent ({spent})"
+                status = _error(req, 429, message, code="insufficient_quota")
             else:
                 status = self._forward(req, path, record)
         except Exception as exc:  # an agent's bad request must not take the proxy down
@@ -197,7 +210,7 @@ class ModelProxy:
         if length > MAX_REQUEST_BYTES:
             return _error(req, 413, f"request body over {MAX_REQUEST_BYTES} bytes")
         body = req.rfile.read(length) if length else b""
-        body = self._pin_model(body, record)
+        body = self._rewrite(body, path, record)
         headers = {k: v for k, v in req.headers.items() if k.lower() not in _HOP_BY_HOP}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
@@ -211,16 +224,20 @@ class ModelProxy:
                     req.send_header(key, value)
             req.send_header("Connection", "close")
             req.end_headers()
-            kept = bytearray()
-            for chunk in resp.iter_bytes():
-                req.wfile.write(chunk)
-                req.wfile.flush()
-                if len(kept) < _ACCOUNTED_BYTES:
-                    kept += chunk
-        self._count(bytes(kept), resp.headers.get("content-type", ""), record)
+            reader = UsageReader(resp.headers.get("content-type", ""))
+            try:
+                for chunk in resp.iter_bytes():
+                    reader.feed(chunk)
+                    req.wfile.write(chunk)
+                    req.wfile.flush()
+            except OSError:
+                # The agent hung up mid-answer: what the server spent is no longer known.
+                record["hung_up"] = True
+            self._meter(req.command, resp.status_code, reader, record)
         return resp.status_code
 
-    def _pin_model(self, body: bytes, record: dict[str, Any]) -> bytes:
+    def _rewrite(self, body: bytes, path: str, record: dict[str, Any]) -> bytes:
+        """The request body with the run's model and, when streamed, a request for usage."""
         if not body:
             return body
         try:
@@ -230,29 +247,20 @@ class ModelProxy:
         if not isinstance(data, dict):
             return body
         record["requested_model"] = data.get("model")
+        changed = ask_for_usage(path, data)
         if self.model and data.get("model") != self.model:
             data["model"] = self.model
-            return json.dumps(data).encode()
-        return body
+            changed = True
+        return json.dumps(data).encode() if changed else body
 
-    def _count(self, body: bytes, content_type: str, record: dict[str, Any]) -> None:
-        usage: dict[str, Any] | None = None
-        text = body.decode("utf-8", errors="replace")
-        if "event-stream" in content_type:
-            for line in text.splitlines():
-                if line.startswith("data:") and '"usage"' in line:
-                    usage = _usage(line[5:]) or usage
-        else:
-            usage = _usage(text)
-        if not usage:
-            return
-        tokens_in, tokens_out = usage.get("prompt_tokens"), usage.get("completion_tokens")
-        if isinstance(tokens_in, int) and isinstance(tokens_out, int):
-            record.update(tokens_in=tokens_in, tokens_out=tokens_out)
-            with self._lock:
-                self.tokens_in += tokens_in
-                self.tokens_out += tokens_out
-                self.counted = True
+    def _meter(self, method: str, status: int, reader: UsageReader, record: dict[str, Any]) -> None:
+        usage = reader.usage()
+        if usage is not None:
+            record.update(tokens_in=usage[0], tokens_out=usage[1])
+            self.meter.add(*usage)
+        elif method == "POST" and 200 <= status < 300:
+            record["uncounted"] = True  # tokens were spent; how many, nobody said
+            self.meter.missing()
 
 
 def normal_path(target: str) -> str | None:
@@ -318,6 +326,7 @@ def serving(
     model: str | None = None,
     api_key: str | None = None,
     allow: Iterable[tuple[str, str]] = (),
+    meter: Meter | None = None,
     give_to: Callable[[Path], None] = lambda path: None,
 ) -> Iterator[ModelProxy]:
     """A started ModelProxy whose socket is in a fresh private directory under the temp dir;
@@ -334,7 +343,7 @@ def serving(
     sock_dir = make_process_dir(temp, _DIR_KIND)
     try:
         with ModelProxy(
-            sock_dir / SOCKET_NAME, upstream, model=model, api_key=api_key, allow=allow
+            sock_dir / SOCKET_NAME, upstream, model=model, api_key=api_key, allow=allow, meter=meter
         ) as proxy:
             give_to(proxy.socket_path)
             if os.lstat(proxy.socket_path).st_uid != os.getuid():
@@ -351,17 +360,14 @@ def _sweep_once(temp: Path) -> None:
     sweep_dead_dirs(temp)
 
 
-def _usage(text: str) -> dict[str, Any] | None:
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return None
-    usage = data.get("usage") if isinstance(data, dict) else None
-    return usage if isinstance(usage, dict) else None
+def _error(req: _Handler, status: int, message: str, code: str | None = None) -> int:
+    return _json(
+        req, status, {"error": {"message": message, "type": "swebounty_proxy", "code": code}}
+    )
 
 
-def _error(req: _Handler, status: int, message: str) -> int:
-    data = json.dumps({"error": {"message": message, "type": "swebounty_proxy"}}).encode()
+def _json(req: _Handler, status: int, answer: dict[str, Any]) -> int:
+    data = json.dumps(answer).encode()
     req.send_response(status)
     req.send_header("Content-Type", "application/json")
     req.send_header("Content-Length", str(len(data)))

@@ -27,14 +27,12 @@ from swebounty.cli._common import (
     progress,
     setup_logging,
     show_record_errors,
-    show_task_defects,
     where,
 )
+from swebounty.cli._run_output import attempts_table, print_summary
 from swebounty.cli.evaluate import STATUS_STYLE
 
 if TYPE_CHECKING:
-    from rich.table import Table
-
     from swebounty.tasks import Attempt
     from swebounty.verdicts import Verdict
 
@@ -51,6 +49,7 @@ def _options(
     api_key_env: str | None,
     max_steps: int | None,
     max_tokens: int | None,
+    max_cost: float | None,
     temperature: float | None,
     predictions: list[Path],
     extra: list[str],
@@ -64,6 +63,7 @@ def _options(
         "api_key_env": api_key_env,
         "max_steps": max_steps,
         "max_tokens": max_tokens,
+        "max_cost_usd": max_cost,
         "temperature": temperature,
         "paths": [str(p.resolve()) for p in predictions] or None,
     }
@@ -135,7 +135,15 @@ def run_cmd(
         int | None, typer.Option(help="llm agent: model calls per attempt")
     ] = None,
     max_tokens: Annotated[
-        int | None, typer.Option(help="llm agent: tokens (in + out) per attempt")
+        int | None,
+        typer.Option(help="budget: tokens (in + out) per attempt, enforced at the model proxy"),
+    ] = None,
+    max_cost: Annotated[
+        float | None,
+        typer.Option(
+            help="budget: dollars per attempt (SWE-Lancer's price limit); the model needs a "
+            "price (--prices); past it the model is refused and the attempt stops ('budget')"
+        ),
     ] = None,
     temperature: Annotated[float | None, typer.Option(help="llm agent: sampling")] = None,
     predictions: Annotated[
@@ -183,7 +191,7 @@ def run_cmd(
     from pydantic import ValidationError
 
     from swebounty.agents import create_agent
-    from swebounty.agents.prices import load_prices
+    from swebounty.agents.prices import load_prices, price_for
     from swebounty.agents.provenance import build_provenance
     from swebounty.attempts import AttemptOptions, run_agent
     from swebounty.baseline import policy_change
@@ -225,13 +233,24 @@ def run_cmd(
         api_key_env=api_key_env,
         max_steps=max_steps,
         max_tokens=max_tokens,
+        max_cost=max_cost,
         temperature=temperature,
         predictions=predictions or [],
         extra=option or [],
     )
     try:
-        the_agent = create_agent(agent, options, tasks)
         price_table = load_prices(prices)
+        if max_cost is not None:
+            # The budget is counted at the proxy, in the model's own price.
+            price = price_for(model or "", price_table)
+            if price is None:
+                raise ValueError(
+                    f"--max-cost needs the price of model {model!r}: add it to a price table "
+                    '(TOML, [models."NAME"] input/output in USD per million tokens) and pass '
+                    "--prices FILE"
+                )
+            options["price"] = price.model_dump()
+        the_agent = create_agent(agent, options, tasks)
         cutoff = date.fromisoformat(model_cutoff) if model_cutoff else None
     except (ValidationError, ValueError, OSError) as exc:
         raise fail(f"agent {agent}: {exc}") from exc
@@ -333,7 +352,7 @@ def run_cmd(
 
     verdicts = [v for v in store.verdicts(run_id) if v.instance_id in ids]
     stored = {(a.instance_id, a.attempt): a for a in store.attempts(run_id)}
-    out.print(_attempts_table(run_id, verdicts, stored))
+    out.print(attempts_table(run_id, verdicts, stored))
     report = run_report(
         run_id,
         tasks,
@@ -346,50 +365,9 @@ def run_cmd(
     )
     write_run_report(ctx.runs_dir / run_id / "report.json", report)
     store.close()
-    _summary(run_id, report, ctx.runs_dir / run_id / "report.json")
+    print_summary(run_id, report, ctx.runs_dir / run_id / "report.json")
     if unsafe:
         console.print("[bold red]This run was NOT sandboxed (--unsafe).[/]")
-
-
-def _attempts_table(
-    run_id: str, verdicts: list[Verdict], attempts: dict[tuple[str, int], Attempt]
-) -> Table:
-    from rich.markup import escape
-    from rich.table import Table
-
-    table = Table(title=f"run {run_id}")
-    for col, justify in (("task", "left"), ("try", "right"), ("agent", "left"),
-                         ("verdict", "left"), ("tokens in/out", "right"), ("cost", "right"),
-                         ("agent s", "right"), ("verified", "left")):  # fmt: skip
-        table.add_column(col, justify=justify)  # type: ignore[arg-type]
-    for v in sorted(verdicts, key=lambda v: (v.instance_id, v.attempt)):
-        a = attempts.get((v.instance_id, v.attempt))
-        tokens = f"{a.tokens_in:,}/{a.tokens_out:,}" if a and a.tokens_in is not None else "—"
-        cost = f"${a.cost_usd:.4f}" if a and a.cost_usd is not None else "—"
-        verified = {True: "yes", False: "no", None: "—"}[a.verified if a else None]
-        agent = f"{a.status} ({escape(a.stop_reason)})" if a else "—"  # a custom agent's words
-        skipped = v.empty_patch and v.status == "unresolved"
-        status = "[dim]skipped[/]" if skipped else f"[{STATUS_STYLE[v.status]}]{v.status}[/]"
-        seconds = f"{a.seconds:.1f}" if a else "—"
-        table.add_row(v.instance_id, str(v.attempt), agent, status, tokens, cost, seconds, verified)
-    return table
-
-
-def _summary(run_id: str, report: dict[str, Any], path: Path) -> None:
-    score = report["swebounty"]
-    overall = score["overall"]
-    parts = [f"resolved {overall['resolved']} of {overall['attempts']} graded attempts"]
-    for row in score["pass_at_k"]:
-        if row["k"] in (1, score["pass_at_k"][-1]["k"]):
-            parts.append(f"pass@{row['k']} {row['pass_at_k']['value']:.1%}")
-    if overall.get("kprize"):
-        parts.append(f"Kprize {overall['kprize']['value']:.6f}")
-    out.print(" · ".join(parts))
-    if rule := score.get("eligibility") or {}:
-        why = "eligible" if rule["kprize"] else "not eligible: " + "; ".join(rule["reasons"])
-        out.print(f"Kprize rule: {why}")
-    out.print(f"report: {path} · scores: swebounty score {run_id}")
-    show_task_defects(report["task_defects"])
 
 
 def register(app: typer.Typer) -> None:

@@ -201,8 +201,9 @@ def _attempt_view(attempt: AttemptOutcome, base_dir: Path) -> dict[str, Any]:
         "pick": sub.pick if sub else None,
         "cost": sub.cost_usd if sub else None,
         "tokens": (sub.tokens_in, sub.tokens_out)
-        if sub and (sub.tokens_in or sub.tokens_out)
+        if sub and (sub.tokens_in or sub.tokens_out or sub.tokens_incomplete)
         else None,
+        "tokens_incomplete": bool(sub and sub.tokens_incomplete),
         "agent_seconds": sub.seconds if sub else None,
         "log": _log_link(verdict.log_dir, base_dir) if verdict and verdict.log_dir else None,
         # Screenshots and traces of failed browser tests, kept in the logs.

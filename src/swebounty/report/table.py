@@ -145,7 +145,12 @@ def render_table(scores: Sequence[RunScore], *, width: int | None = None) -> Tab
         row += [
             f"{o.kprize.value:.6f}" if o.kprize else "—",
             _earned(o.dollars),
-            format_usd(s.cost.total_usd),
+            format_usd(s.cost.total_usd)
+            + (
+                f"\n[yellow]{s.cost.attempts_incomplete} attempts' tokens incomplete[/yellow]"
+                if s.cost.attempts_incomplete
+                else ""
+            ),
             _ratio(s),
             str(s.hacks.attempts_flagged),
         ]
@@ -163,12 +168,17 @@ def render_table(scores: Sequence[RunScore], *, width: int | None = None) -> Tab
 def _scorecard_rows(scores: Sequence[RunScore]) -> list[tuple[str, Callable[[RunScore], str]]]:
     def cost(s: RunScore) -> str:
         c = s.cost
+        missing = (
+            f"\n[yellow]{c.attempts_incomplete} attempts' tokens incomplete, left out[/yellow]"
+            if c.attempts_incomplete
+            else ""
+        )
         if c.total_usd is None:
-            return "not recorded"
+            return "not recorded" + missing
         text = f"{format_usd(c.total_usd)}, {format_usd(c.per_attempt_usd)}/attempt"
         if c.attempts_with_cost < c.attempts:
             text += f"\n[dim]{c.attempts_with_cost} of {c.attempts} attempts costed[/dim]"
-        return text
+        return text + missing
 
     def hacks(s: RunScore) -> str:
         counts = ", ".join(f"{flag} × {n}" for flag, n in s.hacks.counts.items())
