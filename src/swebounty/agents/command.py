@@ -27,7 +27,6 @@ import contextlib
 import hashlib
 import logging
 import os
-import shlex
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -35,6 +34,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, Field, field_validator
 
 from swebounty.agents.base import AgentResult, PublicTask, source_sha256
+from swebounty.agents.command_paths import normalize
 from swebounty.agents.meter import Budget, Meter
 from swebounty.agents.prices import Price
 from swebounty.agents.proxy import (
@@ -87,17 +87,8 @@ class CommandConfig(BaseModel):
 
 
 def named_paths(command: str) -> list[Path]:
-    """Absolute paths named in the command that exist: mounted so the agent can run."""
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        words = command.split()
-    found = []
-    for word in words:
-        for part in word.split("="):  # --flag=/path
-            if part.startswith("/") and os.path.exists(part) and part not in ("/", "/tmp"):
-                found.append(Path(part))
-    return found
+    """Absolute paths named in the command, in normal form: mounted so the agent can run."""
+    return normalize(command)[1]
 
 
 class CommandAgent:
@@ -106,10 +97,15 @@ class CommandAgent:
 
     def __init__(self, config: CommandConfig) -> None:
         self.config = config
+        # What runs: the command with the paths it names in normal form (command_paths.py).
+        self.command, self.named = normalize(config.command)
 
     @classmethod
     def create(cls, options: dict[str, Any], tasks: Sequence[Task]) -> CommandAgent:
         config = CommandConfig.model_validate(options)
+        for mount in config.mounts:
+            if not os.path.lexists(mount):
+                raise ValueError(f"mount {mount} does not exist: give a path on this machine")
         if (budget := config.budget()) is not None:
             if not config.base_url:
                 raise ValueError("a budget (max_tokens, max_cost_usd) needs a model (base_url)")
@@ -120,7 +116,7 @@ class CommandAgent:
         return cls(config)
 
     def mounts(self) -> list[Path]:
-        return [*self.config.mounts, *named_paths(self.config.command)]
+        return [*self.config.mounts, *self.named]
 
     def run(self, task: PublicTask, session: Session | None) -> AgentResult:
         assert session is not None, "the command agent works in a session"
@@ -133,7 +129,7 @@ class CommandAgent:
             "-I",
             "-S",
             str(session.tools_dir / "agent_entry.py"),
-            self.config.command,
+            self.command,
         ]
         with contextlib.ExitStack() as stack:
             proxy: ModelProxy | None = None
@@ -237,7 +233,7 @@ class CommandAgent:
 
     def provenance(self) -> dict[str, Any]:
         digest = hashlib.sha256(self.config.command.encode())
-        for path in sorted(named_paths(self.config.command)):
+        for path in sorted(self.named):
             if path.is_file():
                 digest.update(b"\0" + str(path).encode() + b"\0" + path.read_bytes())
         return {
