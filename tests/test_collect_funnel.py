@@ -5,17 +5,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 import typer
 from typer.testing import CliRunner
 
+from funnel_helpers import ENV, funnel_files
 from swebounty.cli.funnel import register
 from swebounty.collect.funnel import collect_class, compute, failure_class
-from swebounty.collect.repolist import RepoLog, RepoRecord
-
-ENV = "before-run failed: environment not built: {} ({}).\nspec abc: uv pip install failed."
 
 
 @pytest.mark.parametrize(
@@ -59,56 +56,8 @@ def test_collect_classes() -> None:
     assert collect_class("duplicate", "the same change as x") == "duplicate"
 
 
-def _write(path: Path, records: list[dict[str, Any]]) -> None:
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
-
-
-def _files(root: Path) -> tuple[Path, Path]:
-    cands = root / "candidates.jsonl"
-    log = RepoLog(root / "candidates.repos.json")
-    log.update(RepoRecord(repo="a/one", status="done", fixes=9))
-    log.update(RepoRecord(repo="b/two", status="done", fixes=2))
-    log.update(RepoRecord(repo="c/gone", status="failed", error="clone missing"))
-    ids = {"a/one": [f"a{i}" for i in range(7)], "b/two": ["b0"]}
-    _write(cands, [{"instance_id": i, "repo": r} for r, xs in ids.items() for i in xs])
-    _write(
-        root / "candidates.rejects.jsonl",
-        [
-            {"instance_id": "a-x", "repo": "a/one", "stage": "split", "reason": "no test change"},
-            {"instance_id": "a-y", "repo": "a/one", "stage": "duplicate", "reason": "same as a0"},
-            {"instance_id": "b-x", "repo": "b/two", "stage": "filter:leak", "reason": "quotes"},
-        ],
-    )
-    tasks = root / "tasks.jsonl"
-    _write(
-        tasks,
-        [
-            {"instance_id": "a0", "repo": "a/one",
-             "validation": {"cpu_seconds": 30.0, "wall_seconds": 40.0, "env_key": "e1"}},
-            {"instance_id": "a1", "repo": "a/one",
-             "validation": {"cpu_seconds": 10.0, "wall_seconds": 20.0, "env_key": "e1"}},
-        ],
-    )  # fmt: skip
-
-    def rej(iid: str, stage: str, reason: str) -> dict[str, Any]:
-        return {"instance_id": iid, "repo": "a/one", "stage": stage, "reason": reason,
-                "cpu_seconds": 5.0, "wall_seconds": 6.0}  # fmt: skip
-
-    # a partial file (a stopped run) is what is read
-    _write(
-        root / "tasks.rejects.jsonl.partial",
-        [
-            rej("a2", "infra", ENV.format("x", "resolve")),
-            rej("a3", "collect", "the before-run collects no test"),
-            rej("a4", "no_f2p", "no FAIL_TO_PASS after 3 run(s) each (flaky)"),
-            rej("a5", "too_many_f2p", "99 FAIL_TO_PASS tests"),
-        ],
-    )
-    return cands, tasks
-
-
 def test_the_funnel_counts_every_stage_per_repository(tmp_path: Path) -> None:
-    cands, tasks = _files(tmp_path)
+    cands, tasks = funnel_files(tmp_path)
     funnel = compute(cands, tasks)
     one = funnel["repos"]["a/one"]
     # 7 candidates: a6 pending; a2 dropped at env, a3 at collection, a4 as flaky, a5 by a gate.
@@ -135,7 +84,7 @@ def test_the_funnel_counts_every_stage_per_repository(tmp_path: Path) -> None:
 
 
 def test_funnel_command_prints_the_tables_and_writes_json(tmp_path: Path) -> None:
-    cands, tasks = _files(tmp_path)
+    cands, tasks = funnel_files(tmp_path)
     app = typer.Typer()
     register(app)
     app.command("noop")(lambda: None)  # a group, so "funnel" is a subcommand
@@ -149,3 +98,26 @@ def test_funnel_command_prints_the_tables_and_writes_json(tmp_path: Path) -> Non
     assert json.loads(out.read_text())["overall"]["valid"] == 2
     missing = CliRunner().invoke(app, ["funnel", str(tmp_path / "none.jsonl")])
     assert missing.exit_code != 0 and "run `swebounty collect` first" in missing.output
+
+
+def test_the_costs_bench_prints_and_writes_the_costs(tmp_path: Path) -> None:
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "bench" / "fresh_costs.py"
+    spec = importlib.util.spec_from_file_location("fresh_costs_bench", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    funnel = tmp_path / "tasks.funnel.json"
+    funnel.write_text(json.dumps(compute(*funnel_files(tmp_path))))
+    (tmp_path / "cache" / "envs" / "e1").mkdir(parents=True)
+    (tmp_path / "cache" / "envs" / "e1" / "lib.so").write_bytes(b"x" * 10_000)
+    out = tmp_path / "costs.json"
+    assert (
+        bench.main([str(funnel), "--cache-dir", str(tmp_path / "cache"), "--json", str(out)]) == 0
+    )
+    data = json.loads(out.read_text())
+    overall = data["rows"][-1]
+    assert overall["repo"] == "overall" and overall["validated"] == 6
+    assert overall["cpu_per_candidate"] == 10.0 and overall["cpu_per_valid"] == 30.0
+    assert data["env_cache_bytes"] >= 10_000

@@ -93,6 +93,9 @@ def funnel_cmd(
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="write the funnel as JSON here")
     ] = None,
+    html: Annotated[
+        Path | None, typer.Option(help="write the funnel as a page of the HTML report here")
+    ] = None,
 ) -> None:
     """The yield funnel of a collection so far: per stage, per repository, and why each
     candidate was dropped (also of a run that is still going, or was stopped)."""
@@ -105,6 +108,15 @@ def funnel_cmd(
     if output is not None:
         write(funnel, output)
         console.print(f"funnel JSON -> {output}")
+    if html is not None:
+        from swebounty.extras import MissingExtra
+        from swebounty.report.funnel import write_funnel_page
+
+        try:
+            write_funnel_page(funnel, html)
+        except MissingExtra as exc:
+            raise fail(str(exc)) from None
+        console.print(f"funnel page -> {html}")
 
 
 def register(app: typer.Typer) -> None:
