@@ -14,10 +14,12 @@ Callers need `EnvManager` (and the data it returns); the modules, one noun each,
     resolve       resolution: a spec's dependencies to a lock at the cutoff, and its exceptions
     companions    which of the month's releases import the project (taken from that month)
     buildcopy     the copy of the workspace a build works on, made buildable
+    natives       compiled extensions: built once per tree of build inputs, placed per task
     environment   one shared environment on disk: a venv installed from a lock
     probe         do the base commit's tests collect in a new environment? what breaks them
     repair        an environment whose tests cannot import, rebuilt without what breaks them
     candidate     one candidate environment of a build: installed, the project on it, probed
+    complete      an environment completed with what the base's skipped tests lack
     build         building one spec: interpreters and plans tried in order, recorded
     cache         the on-disk layout of the environment cache, its locks and housekeeping
     tasklayer     the per-task layer: a tiny venv over a shared environment and the workspace

@@ -63,8 +63,9 @@ log = logging.getLogger(__name__)
 # 8: tools of a newer interpreter's first year;
 # 9: compiled files the repository commits (test fixtures) no longer force a per-task install;
 # 10: of the month's releases of direct dependencies, only the project's companions;
-# 11: the base commit's tests collected in every new environment, repaired (repair.py).
-PROJECT_RECIPE = 11
+# 11: the base commit's tests collected in every new environment, repaired (repair.py);
+# 12: compiled extensions built once per tree of build inputs (natives.py), not per task.
+PROJECT_RECIPE = 12
 
 # Failures an older interpreter (wheels of its time), then a smaller plan, may get past.
 _OLDER_MAY_FIX = ("build", "python", "sdist")

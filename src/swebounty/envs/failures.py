@@ -117,8 +117,10 @@ class StepFailed(Exception):
         package = self.package
         shown = package.replace("==", " ") if package else None
         if self.kind == "build":
-            if self.step == "install the project":
-                return f"installing the project itself failed{_detail(self.output)}"
+            if self.step in ("install the project", "build the extensions"):
+                cause = native_cause(self.output)
+                what = "installing the project itself" if self.step[0] == "i" else self.step
+                return f"{what} failed" + (f": {cause}" if cause else _detail(self.output))
             return f"building {shown or 'a package'} from source failed during {self.step}"
         if self.kind == "python":
             return (
@@ -144,6 +146,32 @@ class StepFailed(Exception):
         if self.kind == "timeout":
             return f"{self.step} ran out of time"
         return f"{self.step} failed{_detail(self.output)}"
+
+
+_HEADER = re.compile(r"fatal error: ([\w./+-]+): No such file or directory")
+_COMPILER = re.compile(
+    r"(?:unable to execute|command not found:?|error: command) '?"
+    r"([\w./+-]*(?:gcc|g\+\+|cc|c\+\+|clang|clang\+\+|gfortran|f77|f95))'?"
+    r"(?:[^\n]*(?:No such file|not found|failed: No such file))"
+)
+_LIBRARY = re.compile(r"cannot find -l([\w.+-]+)")
+
+
+def native_cause(output: str) -> str | None:
+    """What a compiled build lacked, in words: the compiler, a header, a library."""
+    compiler = _COMPILER.search(output)
+    if compiler:
+        return f"no {compiler.group(1)} compiler on this machine (install one)"
+    header = _HEADER.search(output)
+    if header:
+        return (
+            f"the C header {header.group(1)} is missing: a system library's development "
+            "package is not installed"
+        )
+    library = _LIBRARY.search(output)
+    if library:
+        return f"the linker cannot find the system library lib{library.group(1)}"
+    return None
 
 
 def _cause(output: str) -> str:

@@ -16,8 +16,10 @@ from pathlib import Path
 from swebounty.envs.build import Builder
 from swebounty.envs.cache import CacheLayout, dir_size, read_json, remove_tree
 from swebounty.envs.complete import complete
+from swebounty.envs.failures import StepFailed
 from swebounty.envs.interpreters import Interpreter, discover
-from swebounty.envs.models import Environment, ResolvedSpec, TaskEnv
+from swebounty.envs.models import EnvBuildError, Environment, ResolvedSpec, TaskEnv
+from swebounty.envs.natives import NativeBuild, changed_inputs, ensure_native, place, rebuild_argv
 from swebounty.envs.overrides import Override, load_overrides
 from swebounty.envs.spec import infer_spec, literal_spec
 from swebounty.envs.tasklayer import make_layer, packaging_digest, pip_argv, replay
@@ -109,7 +111,33 @@ class EnvManager:
             memo=self._memo,
             guard=self._guard,
         )
-        return builder.ensure(rspec, workspace)
+        env = builder.ensure(rspec, workspace)
+        if env.project is not None and env.project.natives and env.spec.install_project:
+            env = env.model_copy(update={"native": self._native(env, workspace)})
+        return env
+
+    def _native(self, env: Environment, workspace: Path) -> NativeBuild:
+        """The compiled extensions of `workspace` (the unpatched base commit) in `env`."""
+        assert env.project is not None
+        minor = ".".join(env.interpreter.split(".")[:2])
+        try:
+            return ensure_native(
+                self.cache,
+                env_key=env.key,
+                interpreter=env.interpreter_executable,
+                version=env.interpreter,
+                shared_site=env.path / "lib" / f"python{minor}" / "site-packages",
+                pip_version=env.project.pip_version,
+                version_env=env.project.version_env,
+                spec_env=env.spec.env,
+                workspace=workspace,
+            )
+        except StepFailed as exc:
+            raise EnvBuildError(
+                f"the base commit's extensions do not build here: {exc.describe()}.\n"
+                f"--- tail of the build log ---\n{exc.output[-3000:]}",
+                kind="build",
+            ) from exc
 
     def complete(self, env: Environment, modules: list[str], workspace: Path) -> bool:
         """Rebuild `env`'s spec with the distributions of `modules` (what the base commit's
@@ -135,11 +163,19 @@ class EnvManager:
         setup: list[str] | None = None
         project = env.project
         if env.spec.install_project:
+            same_packaging = (
+                project is not None and packaging_digest(workspace) == project.packaging_digest
+            )
+            changed = changed_inputs(env.native, workspace) if env.native else []
+            if env.native is not None and same_packaging:
+                place(env.native, workspace, changed)  # rebuilt below if the patch changed it
             if (
                 project is not None
                 and project.mode == "pth"
                 and env.project_store is not None
-                and packaging_digest(workspace) == project.packaging_digest
+                and same_packaging
+                and not changed
+                and (env.native is not None or not project.natives)
             ):
                 replay(layer, minor, project, env.project_store, workspace)
             else:
@@ -151,6 +187,8 @@ class EnvManager:
                     # environment was resolved against, for this install only.
                     pairs = [f"{k}={v}" for k, v in project.version_env.items()]
                     setup = ["/usr/bin/env", *pairs, *setup]
+                if env.native is not None and same_packaging:
+                    setup = rebuild_argv(setup, env.native)
         cmd = env.spec.test_cmd or ["python", "-m", "pytest"]
         prefix = [str(python) if c in ("python", "python3") else c for c in cmd]
         variables = {

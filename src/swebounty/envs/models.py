@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, SerializeAsAny
 
+from swebounty.envs.natives import NativeBuild
 from swebounty.envs.tasklayer import ProjectInstall
 from swebounty.tasks import EnvSpec
 
@@ -84,6 +85,7 @@ class Environment(BaseModel):
     project: ProjectInstall | None = None
     project_store: Path | None = None  # captured metadata of the base commit's package
     lock: str = ""  # what was installed (uv pip compile output, exact pins)
+    native: NativeBuild | None = None  # the task tree's compiled extensions (natives.py)
 
 
 class TaskEnv(BaseModel):

@@ -56,6 +56,8 @@ class ProjectInstall(BaseModel):
     version_env: dict[str, str] = {}  # pretend-version variables for a per-task pip install
     generated: list[str] = []  # files the install wrote into the project (setuptools_scm's
     # `write_to`, ...), relative; the workspace gets the build's copy when it has none
+    natives: list[str] = []  # compiled extensions the install built, relative (natives.py
+    # builds them once per tree of build inputs; each task gets a copy)
     why: str = ""
 
 
@@ -200,8 +202,7 @@ def capture(
         if (prebuilt or {}).get(p.relative_to(project).as_posix())
         != (p.stat().st_size, p.stat().st_mtime_ns)
     ]
-    if natives:
-        problems.append(f"compiled extensions ({natives[0].name}, ...) must be rebuilt per task")
+    info.natives = sorted(p.relative_to(project).as_posix() for p in natives)
     if not rel_roots:
         problems.append("no import root found")
     info.roots = rel_roots
@@ -213,6 +214,9 @@ def capture(
             shutil.copy2(project / rel, dest)
     if problems:
         info.mode, info.why = "pip", "; ".join(problems)
+    elif natives:
+        shown = f"{len(natives)} compiled extensions, built once per tree of build inputs"
+        info.mode, info.why = "pth", f"{shown}; import roots {', '.join(rel_roots)}"
     else:
         info.mode, info.why = "pth", f"pure Python; import roots {', '.join(rel_roots)}"
     return info
@@ -320,6 +324,7 @@ def install_and_capture(
     env: dict[str, str],
     log_path: Path,
     before: set[str] | None = None,
+    timeout: float = 1800,
 ) -> ProjectInstall:
     """Install the base commit's `project` into a throw-away layer with the era's pip, the way
     each task will, and capture what it did (to replay it per task when that is faithful).
@@ -336,7 +341,9 @@ def install_and_capture(
     for editable in (True, False):
         argv = pip_argv(python, project, pip_version, editable)
         try:
-            run_logged("install the project", argv, log_path, cwd=layer.parent, env=env)
+            run_logged(
+                "install the project", argv, log_path, cwd=layer.parent, env=env, timeout=timeout
+            )
         except StepFailed as exc:
             if editable:
                 continue  # pips before 21.3 cannot install a pyproject-only project editable

@@ -1,0 +1,177 @@
+"""Compiled extensions end to end (envs/natives.py): a small repository with a C extension,
+graded through the real evaluation path and sandbox (`network`: its environment comes from the
+package index). Built once per tree of build inputs (two tasks on one commit and a third on a
+later commit with the same compiled sources share one build); rebuilt in the sandbox when a
+patch changes the C source; a patch that breaks the build is `unresolved`; a base commit that
+cannot build is an `error` that names what it lacks.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from repo_helpers import git_env, git_repo
+from swebounty.envs.natives import changed_inputs, is_input, tree_inputs
+from swebounty.sandbox import bwrap_available
+from swebounty.verdicts import Verdict
+
+BWRAP_OK, BWRAP_WHY = bwrap_available()
+needs_bwrap = pytest.mark.skipif(not BWRAP_OK, reason=f"no bubblewrap sandbox: {BWRAP_WHY}")
+WHEN = "2024-03-01T12:00:00+00:00"
+
+C_SOURCE = """\
+#include <Python.h>
+{include}
+static PyObject *add(PyObject *self, PyObject *args) {{
+    long a, b;
+    if (!PyArg_ParseTuple(args, "ll", &a, &b)) return NULL;
+    return PyLong_FromLong({add});
+}}
+static PyObject *mul(PyObject *self, PyObject *args) {{
+    long a, b;
+    if (!PyArg_ParseTuple(args, "ll", &a, &b)) return NULL;
+    return PyLong_FromLong(a * b);
+}}
+static PyMethodDef methods[] = {{
+    {{"add", add, METH_VARARGS, ""}}, {{"mul", mul, METH_VARARGS, ""}}, {{NULL, NULL, 0, NULL}}
+}};
+static struct PyModuleDef module = {{PyModuleDef_HEAD_INIT, "_fast", NULL, -1, methods}};
+PyMODINIT_FUNC PyInit__fast(void) {{ return PyModule_Create(&module); }}
+"""
+FILES = {
+    "setup.py": 'from setuptools import Extension, setup\n\nsetup(name="cext", version="0.1", '
+    'packages=["cext"],\n      ext_modules=[Extension("cext._fast", ["cext/_fast.c"])])\n',
+    "cext/__init__.py": "from cext._fast import add, mul\n",
+    "cext/util.py": "def twice(x):\n    return x + 2\n",
+    "cext/_fast.c": C_SOURCE.format(include="", add="a - b"),  # the bug: add subtracts
+    "tests/__init__.py": "",
+}
+TESTS = (
+    "from cext import add, mul\nfrom cext.util import twice\n\n\n"
+    "def test_add():\n    assert add(2, 3) == 5\n\n\n"
+    "def test_twice():\n    assert twice(3) == 6\n\n\n"
+    "def test_mul():\n    assert mul(2, 3) == 6\n"
+)
+
+
+def git(repo: Path, *argv: str) -> str:
+    return subprocess.run(["git", *argv], cwd=repo, env=git_env(WHEN), check=True,
+                          capture_output=True, text=True).stdout  # fmt: skip
+
+
+def diff_of(repo: Path, files: dict[str, str]) -> str:
+    for rel, text in files.items():
+        (repo / rel).write_text(text)
+    git(repo, "add", "-N", ".")
+    patch = git(repo, "diff")
+    git(repo, "checkout", "-q", "--", ".")
+    return patch
+
+
+def commit(repo: Path, files: dict[str, str]) -> str:
+    for rel, text in files.items():
+        (repo / rel).write_text(text)
+    git(repo, "commit", "-qam", "next")
+    return git(repo, "rev-parse", "HEAD").strip()
+
+
+def test_build_inputs_are_the_compiled_sources_and_packaging_files(tmp_path: Path) -> None:
+    assert is_input("setup.py") and is_input("cext/_fast.c") and is_input("a/b/meson.build")
+    assert is_input("sklearn/_loss.pyx.tp") and is_input("src/x.h")
+    assert not is_input("conftest.py") and not is_input("cext/util.py")
+    assert not is_input("docs/conf.py")  # a .py file below the root is code, not the build
+    repo = git_repo(tmp_path / "r", FILES)
+    before = tree_inputs(repo)
+    assert set(before) == {"setup.py", "cext/_fast.c"}
+    (repo / "cext" / "util.py").write_text("def twice(x):\n    return 2 * x\n")
+    (repo / "cext" / "_fast.c").write_text("/* changed */\n")
+    build: Any = type("B", (), {"inputs": before})()
+    assert changed_inputs(build, repo) == ["cext/_fast.c"]
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    root = tmp_path_factory.mktemp("natives")
+    repo = git_repo(root / "repos" / "small__cext", FILES, when=WHEN)
+    base = git(repo, "rev-parse", "HEAD").strip()
+    test_patch = diff_of(repo, {"tests/test_a.py": TESTS})
+    fix_py = diff_of(repo, {"cext/util.py": "def twice(x):\n    return 2 * x\n"})
+    fix_c = diff_of(repo, {"cext/_fast.c": C_SOURCE.format(include="", add="a + b")})
+    breaks_c = diff_of(repo, {"cext/_fast.c": C_SOURCE.format(include="", add="a + b;;;(")})
+    # A later commit that cannot build here, then one whose build inputs equal the base's.
+    broken = commit(repo, {"cext/_fast.c": C_SOURCE.format(include="#include <nosuchlib_swb.h>",
+                                                          add="a - b")})  # fmt: skip
+    later = commit(repo, {"cext/_fast.c": FILES["cext/_fast.c"], "README": "docs\n"})
+    task = {"repo": "small/cext", "problem_statement": "bugs", "test_patch": test_patch,
+            "PASS_TO_PASS": json.dumps(["tests/test_a.py::test_mul"]),
+            "created_at": "2024-03-01T12:00:00Z", "version": "0.1"}  # fmt: skip
+    twice, add = (
+        json.dumps(["tests/test_a.py::test_twice"]),
+        json.dumps(["tests/test_a.py::test_add"]),
+    )
+    records = [
+        {**task, "instance_id": "small__cext-1", "base_commit": base, "patch": fix_py,
+         "FAIL_TO_PASS": twice},
+        {**task, "instance_id": "small__cext-2", "base_commit": base, "patch": fix_c,
+         "FAIL_TO_PASS": add},
+        {**task, "instance_id": "small__cext-3", "base_commit": broken, "patch": fix_py,
+         "FAIL_TO_PASS": twice},
+        {**task, "instance_id": "small__cext-4", "base_commit": later, "patch": fix_py,
+         "FAIL_TO_PASS": twice},
+    ]  # fmt: skip
+    dataset = root / "tasks.jsonl"
+    dataset.write_text("".join(json.dumps(r) + "\n" for r in records))
+    preds = root / "preds.jsonl"
+    preds.write_text(json.dumps({"instance_id": "small__cext-2", "model_name_or_path": "broke",
+                                 "model_patch": breaks_c}) + "\n")  # fmt: skip
+    return {"dataset": dataset, "preds": preds, "repos": root / "repos",
+            "cache": root / "cache", "runs": root / "runs"}  # fmt: skip
+
+
+def _evaluate(small: dict[str, Any], subs: Any, run_id: str) -> dict[str, Verdict]:
+    from swebounty.evaluation import evaluate
+
+    verdicts = evaluate(small["dataset"], subs, run_id=run_id, repos_dir=small["repos"],
+                        cache_dir=small["cache"], runs_dir=small["runs"])  # fmt: skip
+    return {v.instance_id: v for v in verdicts}
+
+
+@pytest.mark.sandbox
+@pytest.mark.network
+@needs_bwrap
+def test_extensions_build_once_per_inputs_and_again_for_a_patch(
+    small: dict[str, Any], index_reachable: None
+) -> None:
+    gold = _evaluate(small, "gold", "gold")
+    for one in ("small__cext-1", "small__cext-2", "small__cext-4"):
+        assert gold[one].status == "resolved", (one, gold[one].reason)
+    # One build for the base commit's tree, shared by tasks 1, 2 and 4 (4 is a later commit
+    # with the same compiled sources); the broken commit's build failed and is remembered.
+    natives = small["cache"] / "envs" / "natives"
+    built = sorted(d for d in natives.iterdir() if (d / "ready.json").is_file())
+    failed = sorted(d for d in natives.iterdir() if (d / "failed.json").is_file())
+    assert len(built) == 1 and len(failed) == 1, (built, failed)
+    # Task 2's patch changed the C source: rebuilt in the sandbox, before its tests.
+    two = (Path(gold["small__cext-2"].log_dir or "") / "test_output.txt").read_text()
+    assert "installing the workspace" in two
+    one = (Path(gold["small__cext-1"].log_dir or "") / "test_output.txt").read_text()
+    assert "installing the workspace" not in one  # placed, not built
+    # The base that cannot build: an error naming what it lacks.
+    three = gold["small__cext-3"]
+    assert three.status == "error", three.reason
+    assert "nosuchlib_swb.h is missing" in three.reason
+    # A patch that breaks the build is the patch's: unresolved, never the base's old build.
+    _evaluate(small, [small["preds"]], "broke")
+    from swebounty.store import Store
+
+    with Store.open(small["runs"]) as store:
+        broke = {v.instance_id: v for v in store.verdicts("broke")}["small__cext-2"]
+    assert broke.status == "unresolved", broke.reason
+    empty = _evaluate(small, "empty", "empty")
+    assert all(v.status in ("unresolved", "error") for v in empty.values())
+    assert not any(v.status == "resolved" for v in empty.values())
