@@ -141,7 +141,9 @@ def test_files_the_install_generated_reach_a_workspace_without_them(tmp_path: Pa
     assert run(python2, "from proj._version import version; print(version)") == "patched"
 
 
-def test_compiled_extensions_or_unknown_hooks_mean_a_real_install(tmp_path: Path) -> None:
+def test_compiled_extensions_are_listed_and_unknown_hooks_mean_a_real_install(
+    tmp_path: Path,
+) -> None:
     base = tmp_path / "copy"
     make_project(base)
     (base / "src" / "proj" / "_speed.cpython-311-x86_64-linux-gnu.so").write_bytes(b"\x7fELF")
@@ -149,7 +151,9 @@ def test_compiled_extensions_or_unknown_hooks_mean_a_real_install(tmp_path: Path
     make_layer(layer, INTERP, VERSION, tmp_path / "none")
     fake_install(layer, base, "pth")
     info = capture(layer, MINOR, base, tmp_path / "store")
-    assert info.mode == "pip" and "compiled" in info.why
+    # Built once per tree of build inputs (natives.py) and placed per task: replayable.
+    assert info.mode == "pth" and "compiled extensions" in info.why
+    assert info.natives == ["src/proj/_speed.cpython-311-x86_64-linux-gnu.so"]
 
     (base / "src" / "proj" / "_speed.cpython-311-x86_64-linux-gnu.so").unlink()
     sp = site_packages(layer, MINOR)
@@ -176,11 +180,12 @@ def test_compiled_files_the_repository_commits_need_no_rebuild(tmp_path: Path) -
 
     fixture.write_bytes(b"\x7fELF rebuilt by the install")  # build_ext --inplace over it
     info = capture(layer, MINOR, base, tmp_path / "store", prebuilt=prebuilt)
-    assert info.mode == "pip" and "halibut" in info.why
+    assert info.natives == ["tests/roots/fish/halibut.cpython-38-x86_64-linux-gnu.so"]
     built = base / "src" / "proj" / "_speed.cpython-38-x86_64-linux-gnu.so"
     built.write_bytes(b"\x7fELF new")
     info = capture(layer, MINOR, base, tmp_path / "store", prebuilt=native_stats(base))
     assert info.mode == "pth", "both files were there, unchanged, before the install"
+    assert not info.natives
 
 
 def test_packaging_digest_tracks_setup_files_only(tmp_path: Path) -> None:
