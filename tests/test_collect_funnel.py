@@ -121,3 +121,29 @@ def test_the_costs_bench_prints_and_writes_the_costs(tmp_path: Path) -> None:
     assert overall["repo"] == "overall" and overall["validated"] == 6
     assert overall["cpu_per_candidate"] == 10.0 and overall["cpu_per_valid"] == 30.0
     assert data["env_cache_bytes"] >= 10_000
+
+
+def test_the_agreement_bench_compares_labels_of_two_validations(tmp_path: Path) -> None:
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "bench" / "fresh_agreement.py"
+    spec = importlib.util.spec_from_file_location("fresh_agreement_bench", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+
+    def task(iid: str, f2p: list[str], p2p: list[str] | str) -> str:
+        return json.dumps({"instance_id": iid, "FAIL_TO_PASS": f2p, "PASS_TO_PASS": p2p})
+
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    first.write_text("\n".join([task("x", ["t::a"], ["t::b"]), task("y", ["t::c"], []),
+                                task("z", ["t::d"], [])]))  # fmt: skip
+    second.write_text("\n".join([task("x", ["t::a"], '["t::b"]'), task("y", ["t::c"], ["t::e"]),
+                                 task("w", ["t::f"], [])]))  # fmt: skip
+    out = tmp_path / "agree.json"
+    assert bench.main([str(first), str(second), "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert (result["compared"], result["same"], result["agreement"]) == (3, 1, 0.3333)
+    why = {d["instance_id"]: d for d in result["disagreements"]}
+    assert why["y"]["p2p_only_second"] == ["t::e"] and why["z"]["why"].startswith("not valid")
+    assert result["valid_only_in_second"] == ["w"]
