@@ -32,6 +32,10 @@ if args[0] == "venv":
 if args[:2] == ["pip", "compile"]:
     text = open(next(a for a in args if a.endswith(".in"))).read()
     python = args[args.index("--python") + 1]
+    if "needslib" in text:
+        sys.stderr.write("  x Failed to build `needslib==0.1`\\n  |-> The build backend returned "
+                         "an error\\n  fatal error: lib/needed.h: No such file or directory\\n")
+        sys.exit(1)
     if "brokenpkg" in text:
         sys.stderr.write("  x Failed to build `brokenpkg==0.1`\\n  |-> The build backend "
                          "returned an error\\n")
@@ -96,6 +100,21 @@ def test_a_package_that_builds_nowhere_moves_to_the_next_plan(tmp_path: Path) ->
     assert len(compiled) == 3  # plan 1 on both interpreters, then plan 2 on the newest
     log = (manager.cache.spec_dir(env.spec_key or "") / "build.log").read_text()
     assert log.count("Failed to build `brokenpkg==0.1`") == 2  # each failure kept in the log
+
+
+def test_a_package_missing_a_system_library_is_dropped_without_trying_older_pythons(
+    tmp_path: Path,
+) -> None:
+    ws = git_repo(tmp_path / "ws", {"README": "x\n"})
+    manager = EnvManager(tmp_path / "cache", uv_bin=fake_uv(tmp_path), offline=True)
+    env = manager.ensure(spec_with_plans([DepSet(label="tests", lines=["needslib", "six"])]), ws)
+    assert "six==1.16.0" in env.lock
+    why = "\n".join(env.why)
+    assert "building needslib 0.1 needs a system library this machine lacks (lib/needed.h)" in why
+    assert "dropped alone" in why and "trying Python" not in why
+    calls = [json.loads(c) for c in (tmp_path / "calls.jsonl").read_text().splitlines()]
+    compiled = [c for c in calls if c[:2] == ["pip", "compile"] and "--only-binary" not in c]
+    assert len(compiled) == 2  # with it on the newest Python, then without it
 
 
 def test_when_nothing_builds_the_error_says_why_in_words(tmp_path: Path) -> None:

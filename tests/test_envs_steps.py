@@ -34,6 +34,10 @@ UV_PYTHON = """  cause: Because the current Python version (3.11.7) does not sat
     [
         (UV_YANKED, "yanked"),
         (UV_BUILD, "build"),
+        (
+            UV_BUILD + "\n  fatal error: libmemcached/memcached.h: No such file or directory",
+            "system",
+        ),
         (UV_CONFLICT, "resolve"),
         (UV_PYTHON, "python"),
         ("error sending request for url", "network"),

@@ -13,7 +13,9 @@ step's failure kept in the build log and, in words, in the environment's report 
   sdists, not PEP 625), or that has wheels for an older interpreter but not for
   this one (building numpy from source fails after minutes), moves to the next older
   interpreter; when it fails on every interpreter, the next, smaller plan is tried (the
-  package may come from an extra: requests' `[security]` compiles cryptography 0.x);
+  package may come from an extra: requests' `[security]` compiles cryptography 0.x); one
+  that fails to build for want of a system library (`system`: no interpreter brings C
+  headers) is dropped from the plan at once (django's pylibmc without libmemcached);
 - the exceptions to the date rule (yanked, deleted releases; tools for a newer interpreter)
   are resolve.py's.
 When everything fails, EnvBuildError says why in words: the class and the package at fault.
@@ -69,6 +71,7 @@ PROJECT_RECIPE = 12
 
 # Failures an older interpreter (wheels of its time), then a smaller plan, may get past.
 _OLDER_MAY_FIX = ("build", "python", "sdist")
+_DROP_MAY_FIX = (*_OLDER_MAY_FIX, "system")  # the package's line dropped from the plan
 
 
 def remembered(failure: dict[str, Any]) -> EnvBuildError:
@@ -229,7 +232,7 @@ class Builder:
                     outcome["build_seconds"] = round(time.monotonic() - started, 2)
                     return self._save(spec_key, spec, outcome)
                 last = outcome
-                if last.kind not in _OLDER_MAY_FIX or last.step == "install the project":
+                if last.kind not in _DROP_MAY_FIX or last.step == "install the project":
                     break
                 # A line of the plan that builds on no interpreter is dropped alone (prune.py)
                 # and the plan tried again; the project itself is in every plan.

@@ -3,6 +3,8 @@
 Classes decide what the builder tries next, and what someone fixing it should do:
 - `build`: a package failed to build from source (an older interpreter, or a plan without the
   extra that pulls it in, may have wheels);
+- `system`: it failed for want of a system library's C headers: no interpreter helps, a plan
+  without the package does;
 - `python`: no release of a package supports the interpreter;
 - `resolve`: the requirements conflict at the cutoff, or a package has no release before it;
 - `yanked`: the releases available at the cutoff were yanked since (an exact pin fixes it);
@@ -21,7 +23,7 @@ from typing import Literal
 from packaging.utils import canonicalize_name
 
 FailureKind = Literal[
-    "build", "python", "resolve", "yanked", "sdist", "network", "timeout", "other"
+    "build", "system", "python", "resolve", "yanked", "sdist", "network", "timeout", "other"
 ]
 
 _BUILD = re.compile(
@@ -29,6 +31,11 @@ _BUILD = re.compile(
     r"failed to build|Failed to prepare metadata|error: command '.*' failed|"
     r"Failed to install.*setup\.py|subprocess-exited-with-error"
 )
+# The compiler's missing header, or uv's hint about it.
+_SYSTEM = re.compile(
+    r"fatal error: [^\s:]+\.h: No such file or directory|you need to install a library that provides"
+)
+_SYSTEM_HEADER = re.compile(r"fatal error: ([^\s:]+\.h): No such file")
 _PYTHON = re.compile(
     r"(current|requested) Python version \([\d.]+\) does not satisfy|"
     r"requires-python|only the following Python versions"
@@ -59,7 +66,7 @@ def classify(output: str) -> FailureKind:
     if _SDIST.search(output):
         return "sdist"
     if _BUILD.search(output):
-        return "build"
+        return "system" if _SYSTEM.search(output) else "build"
     if _PYTHON.search(output):
         return "python"
     if "No solution found" in output or "unsatisfiable" in output:
@@ -100,6 +107,7 @@ class StepFailed(Exception):
             return self._package
         pattern = {
             "build": _BUILT,
+            "system": _BUILT,
             "python": _NEEDS_PYTHON,
             "yanked": _YANKED,
             "sdist": _SDIST,
@@ -122,6 +130,10 @@ class StepFailed(Exception):
                 what = "installing the project itself" if self.step[0] == "i" else self.step
                 return f"{what} failed" + (f": {cause}" if cause else _detail(self.output))
             return f"building {shown or 'a package'} from source failed during {self.step}"
+        if self.kind == "system":
+            header = _SYSTEM_HEADER.search(self.output)
+            lib = f" ({header.group(1)})" if header else ""
+            return f"building {shown or 'a package'} needs a system library this machine lacks{lib}"
         if self.kind == "python":
             return (
                 f"{shown} supports no Python tried here"
@@ -194,6 +206,9 @@ def advice(kind: str) -> str:
         "build": "A package failed to build from source on every interpreter and plan tried. "
         "Install the interpreter the project was written for, or add an override "
         "(overrides.toml) with a `python` or an `install` pin that has wheels.",
+        "system": "A package needs a system library's C headers that this machine lacks, and "
+        "every plan tried needs the package: install the library's -dev package, or add an "
+        "override (overrides.toml) whose plan leaves the package out.",
         "python": "No installed interpreter satisfies the project's dependencies; install an "
         "older Python (pyenv install 3.X) or pass it with --python-dir.",
         "resolve": "The dependencies conflict at the cutoff date. Add an override pinning the "
