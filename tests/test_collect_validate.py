@@ -63,7 +63,14 @@ TEST_PATCH = (
 
 
 def _task(iid: str, test_patch: str = TEST_PATCH) -> Task:
-    return Task(instance_id=iid, repo="o/r", base_commit="abc", patch="diff", test_patch=test_patch)
+    return Task(
+        instance_id=iid,
+        repo="o/r",
+        base_commit="abc",
+        patch="diff",
+        test_patch=test_patch,
+        ecosystem="python",
+    )  # fmt: skip  (as collect sets it)
 
 
 @dataclass

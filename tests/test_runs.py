@@ -99,11 +99,11 @@ def test_unsafe_runs_side_by_side_write_their_own_junit_files(
 ) -> None:
     # Without a sandbox's private /tmp, a fixed JUnit path is shared by every run on the host:
     # two workers read each other's results. Taken here, so a run that still uses it fails.
-    from swebounty import testrun
+    from swebounty.frameworks import pytest as pytest_framework
 
     taken = tmp_path / "taken.xml"
     taken.mkdir()
-    monkeypatch.setattr(testrun, "JUNIT_IN_SANDBOX", str(taken))
+    monkeypatch.setattr(pytest_framework, "JUNIT_IN_SANDBOX", str(taken))
     runs = tmp_path / "runs"
     _eval(cache_dir, runs, "--demo", "--gold", "--run-id", "u2", "--unsafe", "--workers", "2")
     assert _report(runs, "u2")["resolved_instances"] == 4

@@ -15,6 +15,7 @@ import pytest
 from agent_helpers import context, demo_in
 from swebounty import safefs, testrun, workdirs
 from swebounty.evalcontext import EvalContext
+from swebounty.frameworks import python as python_steps
 from swebounty.pristine import PRISTINE_DIR
 from swebounty.repos import git, isolated_git_env, make_workspace
 from swebounty.sandbox import BwrapSandbox, Mount, Policy, UnsafeSandbox, bwrap_available
@@ -276,15 +277,15 @@ def test_an_evaluation_puts_its_workspace_in_memory_only_when_safe_and_cleans_it
     monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
     demo = demo_in(tmp_path / "cache")
     made: list[Path] = []
-    real = testrun.make_workspace
+    real = python_steps.make_workspace
     monkeypatch.setattr(
-        testrun,
+        python_steps,
         "make_workspace",
         lambda m, c, dest, **kw: made.append(dest) or real(m, c, dest, **kw),
     )
-    linked = testrun.linked_workspace  # in memory: links to a kept checkout (pristine.py)
+    linked = python_steps.linked_workspace  # in memory: links to a kept checkout (pristine.py)
     monkeypatch.setattr(
-        testrun,
+        python_steps,
         "linked_workspace",
         lambda m, c, dest, **kw: made.append(dest) or linked(m, c, dest, **kw),
     )

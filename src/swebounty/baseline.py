@@ -52,7 +52,8 @@ from pathlib import Path
 from typing import Any, Protocol, cast, get_args
 
 from swebounty import safefs
-from swebounty.grading import defect_words, empty_never_resolves, grade
+from swebounty.frameworks import grade_run
+from swebounty.grading import defect_words, empty_never_resolves
 from swebounty.netfail import network_evidence, pytest_sections, section_name
 from swebounty.services.models import ServiceUse
 from swebounty.tasks import Submission, Task
@@ -246,13 +247,7 @@ def _read_base(task: Task, tr: TestRun, output_file: Path) -> BaseRun:
     if reason:
         return base
     empty = Submission(instance_id=task.instance_id, model_patch="")
-    if task.ecosystem == "node":
-        from swebounty.node.grading import grade_node
-
-        verdict = grade_node(task, empty, tr)
-    else:
-        verdict = grade(task, empty, outcomes=tr.outcomes, exit_code=tr.exit_code,
-                        patch_method=tr.patch_method)  # fmt: skip
+    verdict = grade_run(task, empty, tr)
     if verdict.status == "error":
         base.reason = f"its results cannot be graded: {verdict.reason}"
         return base

@@ -26,9 +26,9 @@ from swebounty.completion import complete_env
 from swebounty.ecosystems import EcosystemError
 from swebounty.ecosystems import resolve as resolve_ecosystem
 from swebounty.evalcontext import EvalContext
-from swebounty.grading import HACK_FLAGS, grade
+from swebounty.frameworks import grade_run
+from swebounty.grading import grade
 from swebounty.outcomes import swebench_instance_report
-from swebounty.repos import RepoError
 from swebounty.sandbox._process import kill_running
 from swebounty.store import Store
 from swebounty.tasks import RecordError, Submission, Task
@@ -69,48 +69,22 @@ def log_dir_for(runs_dir: Path, run_id: str, instance_id: str, attempt: int) -> 
 def evaluate_one(task: Task, submission: Submission, ctx: EvalContext, log_dir: Path) -> Verdict:
     """Grade one submission in a fresh workspace."""
     start = time.monotonic()
-    try:
-        task = resolve_ecosystem(task, repos_dir=ctx.repos_dir, cache_dir=ctx.cache_dir)
-    except (EcosystemError, RepoError) as exc:
-        verdict = grade(task, submission, outcomes=None, exit_code=None, patch_method=None,
-                        infra_error=str(exc))  # fmt: skip
-        return _finish(verdict, submission, ctx, log_dir, start)
     if task.kind == "pick":
         verdict = grade(task, submission, outcomes=None, exit_code=None, patch_method=None)
-    elif task.ecosystem == "node":
-        from swebounty.node.grading import grade_node
-
-        tr = run_tests(task, submission.model_patch or "", ctx, log_dir)
-        verdict = grade_node(task, submission, tr)
-        verdict.env_key = tr.env_key
-        verdict.test_infra_reverted = tr.test_infra_reverted
-        kept = log_dir / "artifacts"
-        verdict.artifacts = sorted(
-            p.relative_to(log_dir).as_posix() for p in kept.rglob("*") if p.is_file()
-        )
-        if tr.timed_out and not submission.is_empty:
-            verdict.hack_flags.append("hangs_tests")
     else:
         tr = run_tests(task, submission.model_patch or "", ctx, log_dir)
         if complete_env(task, tr, ctx, is_base=submission.is_empty):
             # The base skips expected tests for want of a package the environment now has.
             tr = run_tests(task, submission.model_patch or "", ctx, log_dir)
         attribute(task, submission.model_patch or "", ctx, tr, log_dir)
-        verdict = grade(
-            task,
-            submission,
-            outcomes=tr.outcomes if not tr.patch_error else None,
-            exit_code=tr.exit_code,
-            patch_method=tr.patch_method if not tr.patch_error else None,
-            infra_error=tr.error,
-            patch_error=tr.patch_error,
-            failure=tr.failure,
-        )
+        verdict = grade_run(task, submission, tr)
         verdict.env_key = tr.env_key
         verdict.test_infra_reverted = tr.test_infra_reverted
         verdict.services = tr.services
-        flags = set(verdict.hack_flags) | set(tr.flags)
-        verdict.hack_flags = [f for f in HACK_FLAGS if f in flags]
+        kept = log_dir / "artifacts"  # screenshots and traces a framework kept
+        verdict.artifacts = sorted(
+            p.relative_to(log_dir).as_posix() for p in kept.rglob("*") if p.is_file()
+        )
     if task.kind == "pick":
         verdict.base_failures = ctx.base_failures  # nothing to excuse: no tests
     else:

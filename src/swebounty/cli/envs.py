@@ -106,12 +106,10 @@ def envs_build(
     """Build (or find cached) the environment of every task, ahead of a run."""
     from rich.table import Table
 
-    from swebounty.ecosystems import EcosystemError
-    from swebounty.ecosystems import resolve as resolve_ecosystem
     from swebounty.envs import EnvBuildError
     from swebounty.evalcontext import EvalContext
+    from swebounty.frameworks import FrameworkError, resolve
     from swebounty.repos import RepoError
-    from swebounty.runs import build_task_env
 
     setup_logging(verbose, quiet, log_level)
     runs, cache = where(home, None, cache_dir)
@@ -145,18 +143,11 @@ def envs_build(
         for task in tasks:
             bars.update(bar, description=task.instance_id)
             try:
-                task = resolve_ecosystem(task, repos_dir=ctx.repos_dir, cache_dir=ctx.cache_dir)
-                if task.ecosystem == "node":
-                    from swebounty.node.evaluate import build_node_env
-
-                    node_env = build_node_env(task, ctx)
-                    runtime, key = f"node {node_env.node_version}", node_env.key
-                    seconds = node_env.build_seconds
-                else:
-                    env = build_task_env(task, ctx)
-                    runtime, key, seconds = env.interpreter, env.key[:16], env.build_seconds
+                task, framework = resolve(task, ctx)
+                env, runtime = framework.runtime(task, ctx)
+                key, seconds = env.key[:16], env.build_seconds
                 table.add_row(task.instance_id, key, runtime, f"{seconds:.1f}", "")
-            except (RepoError, EcosystemError, EnvBuildError) as exc:
+            except (RepoError, EnvBuildError, FrameworkError) as exc:
                 failed += 1
                 table.add_row(task.instance_id, "-", "-", "-", str(exc).splitlines()[0])
             bars.advance(bar)

@@ -201,12 +201,13 @@ def validate_one(
         from swebounty.runs import run_tests
 
         runner = run_tests
-    if task.ecosystem == "node":
-        from swebounty.node.evaluate import js_test_files as test_files
-    else:
-        from swebounty.testing import test_files
+    from swebounty.frameworks import FrameworkError, resolve
+    from swebounty.repos import RepoError
 
-    files = test_files(task.test_patch)
+    try:
+        files = resolve(task, ctx)[1].test_files(task)
+    except (FrameworkError, RepoError) as exc:
+        raise Rejected("tests", f"no test framework can run its tests: {exc}") from exc
     if not files:
         # Nothing the harness would run: say so now rather than as six failed runs.
         raise Rejected("tests", "the test patch changes no test module the harness can run")

@@ -2,9 +2,9 @@
 
 An entry names a repository and, optionally, a range of its versions (the task's `version`
 field) or of base commit dates. It can add packages, extras, requirement files or environment
-variables, drop extras, set the interpreter, the test command or whether the project is
-installed, or name the test services its tests call (swebounty.services, started beside the
-tests; they change no environment). Every entry must say why; none may name a task.
+variables, drop extras, set the interpreter, the test command, the test framework
+(swebounty.frameworks) or whether the project is installed, or name the test services its
+tests call (swebounty.services, started beside the tests; they change no environment). Every entry must say why; none may name a task.
 """
 
 from __future__ import annotations
@@ -47,6 +47,11 @@ class Override(BaseModel):
     requirements: list[str] = Field(default_factory=list, description="added requirement files")
     env: dict[str, str] = Field(default_factory=dict, description="variables for the tests")
     test_cmd: list[str] | None = None
+    framework: str | None = Field(
+        None,
+        description="the test framework that runs its tests (swebounty.frameworks), "
+        "when the first that applies is not the right one",
+    )
     install_project: bool | None = None
     services: list[str] = Field(
         default_factory=list, description="test services its tests call (services/catalog.toml)"

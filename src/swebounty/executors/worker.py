@@ -246,20 +246,14 @@ def validate_job(spec: WorkerSpec, task: Task, runs: int) -> Shipped:
 def build_job(spec: WorkerSpec, task: Task) -> Shipped:
     """Build (or find) the environment `task` needs in this node's cache: its value is the
     environment's key, or why it failed (the evaluations report that themselves)."""
-    from swebounty.ecosystems import resolve as resolve_ecosystem
-    from swebounty.runs import build_task_env
+    from swebounty.frameworks import resolve
 
     start = time.monotonic()
     ctx = worker_context(spec)
     try:
         _with_demo(spec, ctx, task)
-        task = resolve_ecosystem(task, repos_dir=ctx.repos_dir, cache_dir=ctx.cache_dir)
-        if task.ecosystem == "node":
-            from swebounty.node.evaluate import build_node_env
-
-            key = build_node_env(task, ctx).key
-        else:
-            key = build_task_env(task, ctx).key
+        task, framework = resolve(task, ctx)
+        key = framework.runtime(task, ctx)[0].key
     except Exception as exc:  # the evaluations meet the same failure and grade it
         log.info("%s: building its environment failed: %s", task.instance_id, exc)
         key = f"failed: {type(exc).__name__}: {exc}"

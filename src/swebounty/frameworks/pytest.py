@@ -1,0 +1,219 @@
+"""pytest: the Python default, run through the guarded runner (pytest_guard/).
+
+After the shared Python steps (python.py), the install step, if any, and pytest run in one
+sandboxed process tree whose writes land in a bounded scratch area. The guard's plugin inside
+the test process records every report; the runner sends the JUnit XML and those statuses on
+the sandbox's result channel, signed with a key only it was given: results never come from a
+file. The harness checks the XML against the recorded statuses and the exit status
+(`disagreements`, `grading.unusable`); a reporting that was tampered with is the submission's
+failure, flagged `tampers_with_test_runner`. SWE-bench's ids (`path::Class::test[param]`, or
+the bare names older datasets use) are matched onto JUnit's by testids.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path, PurePosixPath
+
+from swebounty import fontcache
+from swebounty.diffs import files_in_patch
+from swebounty.envs import TaskEnv
+from swebounty.frameworks.base import BaseTree, BuiltEnv, RunContext, TestRun
+from swebounty.frameworks.python import prepare, python_runtime
+from swebounty.grading import HACK_FLAGS, grade, unusable
+from swebounty.pytest_guard import (
+    GUARD_DIR,
+    ChannelTampered,
+    disagreements,
+    new_key,
+    read_channel,
+    runner_argv,
+    runner_config,
+    split_prefix,
+    write_config,
+)
+from swebounty.pytest_guard.compiled import compiled_runner
+from swebounty.sandbox import Sandbox
+from swebounty.sandbox.base import Mount, RunResult
+from swebounty.services.runtime import StandIns
+from swebounty.tasks import Submission, Task
+from swebounty.testing import JUnitError, parse_junit_bytes, relocated, test_files
+from swebounty.verdicts import Verdict
+
+# Files whose change by a submission can legitimately break the per-task install: then a failed
+# install is the submission's doing, not an infrastructure error.
+BUILD_FILES = ("setup.py", "setup.cfg", "pyproject.toml", "MANIFEST.in")
+JUNIT_IN_SANDBOX = "/tmp/swebounty-junit.xml"  # the sandbox's private /tmp
+
+
+class Pytest:
+    """The default for Python tasks: it applies to every one no more specific framework took."""
+
+    name = "pytest"
+
+    def applies(self, task: Task, tree: BaseTree) -> bool:
+        return task.ecosystem == "python"
+
+    def test_files(self, task: Task) -> list[str]:
+        return test_files(task.test_patch, expected=task.FAIL_TO_PASS + task.PASS_TO_PASS)
+
+    def run(
+        self, task: Task, patch: str, ctx: RunContext, log_dir: Path, scratch: Path, result: TestRun
+    ) -> str | None:
+        # Leased first: a workspace in memory is linked from a checkout owned by its sandbox's uid.
+        with ctx.lease() as sandbox:
+            return _prepare_and_run(task, patch, ctx, sandbox, log_dir, scratch, result)
+
+    def grade(self, task: Task, submission: Submission, run: TestRun) -> Verdict:
+        verdict = grade(
+            task,
+            submission,
+            outcomes=run.outcomes if not run.patch_error else None,
+            exit_code=run.exit_code,
+            patch_method=run.patch_method if not run.patch_error else None,
+            infra_error=run.error,
+            patch_error=run.patch_error,
+            failure=run.failure,
+        )
+        flags = set(verdict.hack_flags) | set(run.flags)
+        verdict.hack_flags = [f for f in HACK_FLAGS if f in flags]
+        return verdict
+
+    def runtime(self, task: Task, ctx: RunContext) -> tuple[BuiltEnv, str]:
+        return python_runtime(task, ctx)
+
+
+def _prepare_and_run(
+    task: Task,
+    patch: str,
+    ctx: RunContext,
+    sandbox: Sandbox,
+    log_dir: Path,
+    scratch: Path,
+    result: TestRun,
+) -> str | None:
+    ready = prepare(task, patch, ctx, sandbox, scratch, result)
+    if ready is None:
+        return None
+    workspace, env = ready.workspace, ready.env
+    config = runner_config(
+        patch, env, workspace, ready.test_paths, result.test_infra_reverted, result.test_files,
+        JUNIT_IN_SANDBOX,
+    )  # fmt: skip
+    task_env = ctx.envs.for_task(env, workspace, scratch / "layer")
+    seeded = fontcache.seeds(env, sandbox, ctx.policy, task_env.env)
+    runner = compiled_runner(ctx.cache_dir, env.interpreter, env.interpreter_executable)
+    return _run_guarded(task, patch, ctx, sandbox, task_env, workspace, scratch, log_dir,
+                        config, result, seeded, ready.services, runner)  # fmt: skip
+
+
+def _run_guarded(
+    task: Task,
+    patch: str,
+    ctx: RunContext,
+    sandbox: Sandbox,
+    task_env: TaskEnv,
+    workspace: Path,
+    scratch: Path,
+    log_dir: Path,
+    config: dict[str, object],
+    result: TestRun,
+    seeded: dict[str, str],
+    services: StandIns,
+    runner: Path | None = None,
+) -> str | None:
+    """`seeded`: files the run's first process copies into its private /tmp (fontcache.py);
+    `services`: the test services to start beside the tests (services/runtime.py); `runner`:
+    the runner's precompiled copy (pytest_guard/compiled.py), None for its source."""
+    layer = scratch / "layer"
+    touched_build = any(PurePosixPath(f).name in BUILD_FILES for f in files_in_patch(patch))
+    config["setup"] = task_env.setup_argv
+    config["setup_may_fail"] = touched_build
+    # Entry-point plugins come from the base's metadata, unless the patch's build wrote it.
+    config["trust_entry_points"] = not (task_env.setup_argv and touched_build)
+    # Code from these is the environment's; the layer is only the harness's without an install.
+    trusted = [*task_env.ro_paths, GUARD_DIR, *([] if task_env.setup_argv else task_env.rw_paths)]
+    config["trusted_dirs"] = [str(p) for p in trusted]
+    # A project that is pytest tests itself with its own code: the workspace's, or the copy
+    # its install put in the layer.
+    config["own_dirs"] = [str(workspace), *map(str, task_env.rw_paths)]
+    python, extra = split_prefix(task_env.test_prefix)
+    args: list[str] = [*extra, *config["args"]]  # type: ignore[misc]
+    if not sandbox.isolated:
+        # The unsafe backend has no private /tmp: runs side by side would share one file.
+        config["junit"] = str(scratch / "junit.xml")
+        args = relocated(args, Path(config["junit"]))  # type: ignore[arg-type]
+    config["args"] = args
+    config["tmp_files"] = seeded
+    guard_dir = scratch / "guard"
+    guard_dir.mkdir(mode=0o755)
+    write_config(guard_dir / "config.json", config)
+    for path in (workspace, layer):
+        sandbox.prepare_workdir(path)
+    runners = [runner.parent] if runner else []
+    mounts = [Mount(path=p) for p in [*task_env.ro_paths, GUARD_DIR, *runners, guard_dir]]
+    mounts += [Mount(path=p) for p in sorted({Path(s).parent for s in seeded.values()})]
+    mounts += [Mount(path=p, ephemeral=True) for p in [workspace, *task_env.rw_paths]]
+    key = new_key()
+    argv = runner_argv(python, guard_dir / "config.json", runner)
+    argv, variables = services.attach(sandbox, argv, task_env.env, mounts)
+    result.services = services.uses()
+    policy = ctx.policy.model_copy(update={"env": variables, **services.network()})
+    run = sandbox.run(
+        argv, workdir=workspace, mounts=mounts, policy=policy, stdin=key, result_channel=True
+    )
+    _write(log_dir / "test_output.txt", run.stdout + "\n--- stderr ---\n" + run.stderr)
+    result.exit_code = run.returncode
+    services.keep_logs(log_dir)
+    return services.explain(_read_results(ctx, run, key, log_dir, result), run)
+
+
+def _read_results(
+    ctx: RunContext, run: RunResult, key: bytes, log_dir: Path, result: TestRun
+) -> str | None:
+    if run.timed_out:
+        result.timed_out = True
+    try:
+        guard = read_channel(run.channel, key, run.channel_truncated)
+    except ChannelTampered as exc:
+        _tampered(result, [str(exc)])
+        return None
+    timeout = f"tests timed out after {ctx.policy.timeout_s:.0f} s"
+    if guard is None:
+        return (
+            timeout
+            if run.timed_out
+            else (f"the test process ended without sending results (exit code {run.returncode})")
+        )
+    if guard.setup_exit is not None:
+        return f"installing the workspace failed (exit {guard.setup_exit}); see test_output.txt"
+    if guard.infra_restored:
+        result.test_infra_reverted += [f"{p} (after the install)" for p in guard.infra_restored]
+    if guard.problems:
+        _tampered(result, guard.problems)
+        return None
+    if guard.exitstatus is not None:
+        result.exit_code = guard.exitstatus
+    if guard.xml is None:
+        return timeout if run.timed_out else f"no JUnit XML: {guard.xml_problem}"
+    (log_dir / "junit.xml").write_bytes(guard.xml)
+    try:
+        result.outcomes = parse_junit_bytes(guard.xml, files=result.test_files)
+    except JUnitError as exc:
+        return str(exc)
+    problems = disagreements(guard.xml, result.outcomes, guard.statuses)
+    if problems:
+        _tampered(result, problems)
+        return None
+    if run.timed_out:
+        return timeout
+    return unusable(result.exit_code, result.outcomes)
+
+
+def _tampered(result: TestRun, problems: list[str]) -> None:
+    """Not a crash to attribute: the reporting itself cannot be trusted, so never resolved."""
+    result.failure = "the tests' reporting was tampered with: " + "; ".join(problems[:5])
+    result.flags.append("tampers_with_test_runner")
+
+
+def _write(path: Path, text: str) -> None:
+    path.write_text(text, encoding="utf-8", errors="replace")

@@ -1,0 +1,104 @@
+"""The framework registry: which framework runs a task's tests, pins, the base tree, grading."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from repo_helpers import git_repo
+from swebounty import frameworks
+from swebounty.envs.overrides import Override
+from swebounty.frameworks import (
+    FRAMEWORKS,
+    BaseTree,
+    Framework,
+    FrameworkError,
+    TestRun,
+    by_name,
+    framework_for,
+    grade_run,
+)
+from swebounty.tasks import Submission, Task
+
+
+def _task(**fields: Any) -> Task:
+    return Task(instance_id="o__p-1", repo="o/p", base_commit="HEAD", **fields)
+
+
+def _ctx(repos: Path, overrides: list[Override] | None = None) -> Any:
+    return SimpleNamespace(
+        repos_dir=repos, cache_dir=repos / "cache", envs=SimpleNamespace(overrides=overrides or [])
+    )
+
+
+@pytest.fixture
+def repos(tmp_path: Path) -> Path:
+    git_repo(
+        tmp_path / "o__p",
+        {"setup.py": "", "tests/runtests.py": "print('run')\n", "pkg/big.txt": "x" * 100},
+        when="2021-05-01T00:00:00Z",
+    )
+    return tmp_path
+
+
+def test_every_framework_implements_the_protocol_and_pytest_is_the_last_default() -> None:
+    assert all(isinstance(f, Framework) for f in FRAMEWORKS)
+    assert FRAMEWORKS[-1].name == "pytest"
+    assert len({f.name for f in FRAMEWORKS}) == len(FRAMEWORKS)
+    assert by_name("pytest") is FRAMEWORKS[-1]
+    with pytest.raises(FrameworkError, match="no test framework named 'nose'"):
+        by_name("nose")
+
+
+def test_a_task_gets_the_first_framework_that_applies(repos: Path) -> None:
+    assert framework_for(_task(), _ctx(repos)).name == "pytest"
+    assert framework_for(_task(ecosystem="node"), _ctx(repos)).name == "node"
+    assert framework_for(_task(ecosystem="node", test_kind="e2e"), _ctx(repos)).name == "node"
+
+
+def test_no_framework_that_applies_is_a_framework_error_saying_what_to_do(
+    repos: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(frameworks, "FRAMEWORKS", [by_name("node")])
+    with pytest.raises(FrameworkError, match=r"no test framework .* runs the tests of o/p.*pin"):
+        framework_for(_task(), _ctx(repos))
+
+
+def test_an_override_pins_a_framework_by_name_within_its_dates(repos: Path) -> None:
+    why = "the first framework that applies is not the one its tests run under"
+    pin = Override(repo="O/P", why=why, framework="node")
+    assert framework_for(_task(), _ctx(repos, [pin])).name == "node"
+    later = Override(repo="o/p", why=why, framework="node", since="2022-01-01")
+    assert framework_for(_task(), _ctx(repos, [later])).name == "pytest"  # base is 2021-05
+    other = Override(repo="o/q", why=why, framework="node")
+    assert framework_for(_task(), _ctx(repos, [other])).name == "pytest"
+    unknown = Override(repo="o/p", why=why, framework="nose")
+    with pytest.raises(FrameworkError, match="nose"):
+        framework_for(_task(), _ctx(repos, [unknown]))
+
+
+def test_the_base_tree_reads_the_base_commit_without_a_checkout(repos: Path) -> None:
+    tree = BaseTree(_task(), repos, repos / "cache")
+    assert tree.files() == {"setup.py", "tests/runtests.py", "pkg/big.txt"}
+    assert tree.exists("tests/runtests.py") and not tree.exists("tests")
+    assert tree.read("tests/runtests.py") == b"print('run')\n"
+    assert tree.read("missing.py") is None
+    assert tree.read("pkg/big.txt", limit=10) is None  # larger than asked: not read
+    assert tree.when.year == 2021
+
+
+def test_a_run_no_framework_made_is_graded_an_error_with_its_reason() -> None:
+    run = TestRun(error="commit abc is not in mirror m: fetch it")
+    verdict = grade_run(_task(FAIL_TO_PASS=["t"]), Submission(instance_id="o__p-1"), run)
+    assert verdict.status == "error" and "fetch it" in verdict.reason
+
+
+def test_a_run_is_graded_by_the_framework_that_made_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[str] = []
+    node = by_name("node")
+    monkeypatch.setattr(type(node), "grade", lambda self, t, s, r: seen.append(r.framework))
+    grade_run(_task(), Submission(instance_id="o__p-1"), TestRun(framework="node"))
+    assert seen == ["node"]
