@@ -73,7 +73,7 @@ class FakeRuns:
             for i, s in self.outcomes.items()
         }
         return TestRun(outcomes=outcomes, exit_code=1, patch_method="empty",
-                       env_key=self.env_key, **self.fields)  # fmt: skip
+                       env_key=self.env_key, framework="pytest", **self.fields)  # fmt: skip
 
 
 NETWORK_FAILS = {F2P[0]: "failed", P2P[0]: "passed", P2P[1]: "failed"}

@@ -75,7 +75,13 @@ def _task(iid: str, test_patch: str = TEST_PATCH) -> Task:
 
 @dataclass
 class Ctx:
+    """What validate_one reads of a context besides the runner: where the framework registry
+    would look at the base commit (no framework reads it for these tasks) and the overrides."""
+
     runs_dir: Path
+    repos_dir: Path | None = None
+    cache_dir: Path = Path("/nonexistent")
+    envs: Any = field(default_factory=lambda: type("Envs", (), {"overrides": []})())
 
 
 def test_classify() -> None:

@@ -76,7 +76,7 @@ def test_an_empty_submission_s_run_is_kept_as_the_base_run(
     remember_base(task, ctx, TestRun(env_key="env-1", error="no environment"), tmp_path)
     assert not ctx.base_runs
     remember_base(task, ctx, TestRun(outcomes=outcomes, exit_code=0, patch_method="empty",
-                                      env_key="env-1"), tmp_path)  # fmt: skip
+                                      env_key="env-1", framework="pytest"), tmp_path)  # fmt: skip
     fresh = _ctx(tmp_path)  # another process reads it from disk
     assert {s for s, _ in base_run(task, fresh, "env-1").outcomes.values()} == {"passed"}
     assert runs.calls == [], "the empty submission's run stood for the base run"
