@@ -69,8 +69,8 @@ def _task(iid: str, test_patch: str = TEST_PATCH) -> Task:
         base_commit="abc",
         patch="diff",
         test_patch=test_patch,
-        ecosystem="python",
-    )  # fmt: skip  (as collect sets it)
+        ecosystem="python",  # as collect sets it
+    )
 
 
 @dataclass

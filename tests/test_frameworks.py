@@ -20,12 +20,14 @@ from swebounty.frameworks import (
     by_name,
     framework_for,
     grade_run,
+    resolve,
 )
 from swebounty.tasks import Submission, Task
 
 
 def _task(**fields: Any) -> Task:
-    return Task(instance_id="o__p-1", repo="o/p", base_commit="HEAD", **fields)
+    return Task(**{"instance_id": "o__p-1", "repo": "o/p", "base_commit": "HEAD",
+                   "ecosystem": "python", **fields})  # fmt: skip
 
 
 def _ctx(repos: Path, overrides: list[Override] | None = None) -> Any:
@@ -57,6 +59,15 @@ def test_a_task_gets_the_first_framework_that_applies(repos: Path) -> None:
     assert framework_for(_task(), _ctx(repos)).name == "pytest"
     assert framework_for(_task(ecosystem="node"), _ctx(repos)).name == "node"
     assert framework_for(_task(ecosystem="node", test_kind="e2e"), _ctx(repos)).name == "node"
+
+
+def test_a_task_that_names_no_ecosystem_gets_its_repository_s(repos: Path) -> None:
+    task, framework = resolve(_task(ecosystem=None), _ctx(repos))
+    assert (task.ecosystem, framework.name) == ("python", "pytest")  # setup.py at its root
+    (repos / "o__q").mkdir()
+    git_repo(repos / "o__q", {"README": "neither"})
+    with pytest.raises(FrameworkError, match="ecosystem"):
+        resolve(_task(repo="o/q", ecosystem=None), _ctx(repos))
 
 
 def test_no_framework_that_applies_is_a_framework_error_saying_what_to_do(
