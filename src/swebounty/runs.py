@@ -23,8 +23,6 @@ from typing import Protocol
 
 from swebounty.baseline import attribute, defect_at_base, excuse, remember_base
 from swebounty.completion import complete_env
-from swebounty.ecosystems import EcosystemError
-from swebounty.ecosystems import resolve as resolve_ecosystem
 from swebounty.evalcontext import EvalContext
 from swebounty.frameworks import grade_run
 from swebounty.grading import grade
