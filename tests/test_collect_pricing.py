@@ -71,17 +71,17 @@ def test_estimate_grows_with_the_work() -> None:
         )
     )
     assert small is not None and larger is not None and discussed is not None
-    assert small == 105.0  # 1 h base + 1 line x 0.05 h, at $100/h, to $5
+    assert small == 320.0  # 3.2 h base + 1 line x 0.001 h, at $100/h, to $5
     assert small < larger < discussed
-    assert discussed == 1845.0  # 1 + 10 + 1.5 + 3 + 0.5 x log2(61) = 18.47 h
+    assert discussed == 950.0  # 3.2 + 0.2 + 0.15 + 3 + 0.5 x log2(61) = 9.52 h
 
 
 def test_estimate_is_documented_in_the_task() -> None:
     task = apply_price(_task(patch=_patch(2, 10)), PricingConfig(hourly_rate=200))
     extra = task.model_extra or {}
     assert task.value_source == "estimate"
-    assert task.value_usd == 500.0  # (1 + 20 x 0.05 + 0.5) h x $200
-    assert "2.50 h x $200/h" in extra["value_detail"] and "code_files=2" in extra["value_detail"]
+    assert task.value_usd == 655.0  # (3.2 + 20 x 0.001 + 0.05) h x $200, to $5
+    assert "3.27 h x $200/h" in extra["value_detail"] and "code_files=2" in extra["value_detail"]
 
 
 def test_clamped_and_unpriceable() -> None:

@@ -1,10 +1,11 @@
 """Every command of the README, run exactly as printed, in order, by a shell.
 
 The commands run in a scratch directory holding what they name (tasks.jsonl, preds.jsonl,
-~/clones with the repositories, a Hugging Face cache with `princeton-nlp/SWE-bench_Lite`), with
-HOME and SWEBOUNTY_HOME pointing there. A command that cannot run here is listed in NOT_RUN
-with the reason; any other README command must run and succeed, so a new or changed command
-in the README is either checked here or excused on purpose.
+~/clones with the repositories, a Hugging Face cache with `princeton-nlp/SWE-bench_Lite`, a
+small swelancer_tasks_lite.csv), with HOME and SWEBOUNTY_HOME pointing there. A command that
+cannot run here is listed in NOT_RUN with the reason; any other README command must run and
+succeed, so a new or changed command in the README is either checked here or excused on
+purpose.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from swebounty.demo import MIRROR_NAME, build_demo
 from swebounty.records import write_jsonl
 from swebounty.sandbox import bwrap_available
 from swebounty.tasks import Task
+from swelancer_helpers import OLD_HEADER, manager_data, manager_row, write_csv
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -177,6 +179,9 @@ def test_every_readme_command_runs_as_printed(tmp_path: Path) -> None:
         (work / name).write_text(gold)
     _fresh_repo(clones / "python-attrs__attrs")
     _hub_cache(tmp_path / "hf", tasks)
+    # SWE-Lancer's lite file in its published layout (two Manager tasks; no Expensify clone).
+    rows = [manager_row(f"{n}-manager-0", "1000", manager_data([0, 1], 1)) for n in (1, 2)]
+    write_csv(work / "swelancer_tasks_lite.csv", OLD_HEADER, rows)
 
     env = {
         k: v
