@@ -1,4 +1,4 @@
-"""Every command of the README, run exactly as printed, in order, by a shell.
+"""Every command of the README and the documentation's pages, run exactly as printed, in order.
 
 The commands run in a scratch directory holding what they name (tasks.jsonl, preds.jsonl,
 ~/clones with the repositories, a Hugging Face cache with `princeton-nlp/SWE-bench_Lite`, a
@@ -29,6 +29,28 @@ from swelancer_helpers import OLD_HEADER, manager_data, manager_row, write_csv
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+# The documentation's pages in the order their sections had in the README before it became
+# the site, then the README (whose workflows repeat the pages' commands): the commands share
+# one scratch folder, a later one using what an earlier one made (a run, a sealed dataset).
+# Each distinct command runs once.
+PAGES = [
+    "getting-started.md",
+    "guides/evaluate.md",
+    "guides/agents.md",
+    "datasets.md",
+    "results/swebench-7repos.md",
+    "guides/ray.md",
+    "integrity.md",
+    "benchmarks/index.md",
+    "benchmarks/where-the-time-goes.md",
+    "environments.md",
+    "guides/javascript.md",
+    "results/multiswe-javascript.md",
+    "results/multiswe-typescript.md",
+    "guides/fresh-tasks.md",
+    "scores.md",
+]
+DOCUMENTS = [*(ROOT / "docs" / page for page in PAGES), README]
 
 # Parts of a command line the test does not run: it runs inside the installed environment.
 SETUP = ("python3 -m venv .venv", ". .venv/bin/activate", "pip install -e ")
@@ -80,6 +102,28 @@ def readme_commands(text: str) -> list[str]:
     return commands
 
 
+def documented_commands() -> list[str]:
+    """The commands of every document, in order, each distinct command once."""
+    commands: list[str] = []
+    for document in DOCUMENTS:
+        commands += [
+            c for c in readme_commands(document.read_text(encoding="utf-8")) if c not in commands
+        ]
+    return commands
+
+
+def test_every_page_with_commands_is_run() -> None:
+    """A page added to the site with a bash block must be listed in PAGES (or its commands
+    would never run)."""
+    listed = {ROOT / "docs" / page for page in PAGES}
+    unlisted = [
+        str(p.relative_to(ROOT))
+        for p in sorted((ROOT / "docs").rglob("*.md"))
+        if p not in listed and readme_commands(p.read_text(encoding="utf-8"))
+    ]
+    assert unlisted == []
+
+
 def _runnable(command: str) -> str | None:
     """The part of `command` to run here; None if it is all setup or excused."""
     if command in NOT_RUN or command.startswith(BENCHMARKS):
@@ -96,7 +140,8 @@ def test_readme_commands_are_found_and_the_top_ones_are_run_by_ci() -> None:
     assert all(c.startswith("python3 -m venv .venv && ") for c in commands[:2])
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert "readme_command 1" in ci and "readme_command 2" in ci
-    missing = [c for c in NOT_RUN if c not in commands and c != "python3 -m pytest"]
+    everywhere = documented_commands()
+    missing = [c for c in NOT_RUN if c not in everywhere and c != "python3 -m pytest"]
     assert not missing, f"excused commands no longer in the README: {missing}"
 
 
@@ -198,10 +243,11 @@ def test_every_readme_command_runs_as_printed(tmp_path: Path) -> None:
         COLUMNS="200",
     )
     ran = []
-    for command in readme_commands(README.read_text(encoding="utf-8")):
+    for command in documented_commands():
         part = _runnable(command)
-        if part is None:
+        if part is None or part in dict(ran):
             continue
+        print(f"$ {part}", flush=True)  # shown with the failure: which command hung or failed
         proc = subprocess.run(
             ["bash", "-euo", "pipefail", "-c", part],
             cwd=work,

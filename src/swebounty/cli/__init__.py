@@ -14,6 +14,7 @@ from typing import Annotated
 import typer
 
 from swebounty.cli import collect, envs, evaluate, run, scores
+from swebounty.cli.docs import epilog, point_to_pages
 
 app = typer.Typer(
     help="Evaluate AI coding agents on fresh, hidden-test, dollar-valued tasks. No Docker needed.",
@@ -22,6 +23,7 @@ app = typer.Typer(
     # Plain (click-style) help: typer's rich help imports rich.markdown, markdown-it and
     # pygments and draws panels, 60 of the 210 ms of CPU `swebounty --help` took.
     rich_markup_mode=None,
+    epilog=epilog(""),
 )
 
 
@@ -47,6 +49,7 @@ def _main(
 
 for group in (evaluate, run, envs, scores, collect):
     group.register(app)
+point_to_pages(app)
 
 
 def main() -> None:
