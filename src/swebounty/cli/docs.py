@@ -20,6 +20,7 @@ PAGES: dict[str, str] = {
     "validate": "guides/fresh-tasks.md",
     "seal": "guides/fresh-tasks.md",
     "verify-seal": "guides/fresh-tasks.md",
+    "funnel": "guides/fresh-tasks.md",
     "envs": "environments.md",
     "envs list": "environments.md",
     "envs build": "environments.md",
