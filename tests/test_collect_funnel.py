@@ -147,3 +147,13 @@ def test_the_agreement_bench_compares_labels_of_two_validations(tmp_path: Path) 
     why = {d["instance_id"]: d for d in result["disagreements"]}
     assert why["y"]["p2p_only_second"] == ["t::e"] and why["z"]["why"].startswith("not valid")
     assert result["valid_only_in_second"] == ["w"]
+
+
+def test_decided_reads_a_stopped_run_and_leaves_out_what_will_be_retried(tmp_path: Path) -> None:
+    from swebounty.collect.funnel import decided
+
+    _, tasks = funnel_files(tmp_path)
+    assert decided(tasks) == {"a0", "a1", "a2", "a3", "a4", "a5"}
+    partial = tasks.with_name("tasks.rejects.jsonl.partial")
+    partial.write_text(partial.read_text() + '{"instance_id": "a6", "stage": "infra"}\n{"torn')
+    assert "a6" in decided(tasks) and "a6" not in decided(tasks, retrying_infra=True)

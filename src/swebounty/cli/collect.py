@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -294,7 +295,7 @@ def validate_cmd(
     Prints the yield funnel (and writes it to <output stem>.funnel.json)."""
     from swebounty.cli.funnel import print_funnel
     from swebounty.collect.batch import validate
-    from swebounty.collect.funnel import compute, funnel_path
+    from swebounty.collect.funnel import compute, decided, funnel_path
     from swebounty.collect.funnel import write as write_funnel
     from swebounty.collect.gates import Gates
     from swebounty.evalcontext import EvalContext
@@ -334,11 +335,22 @@ def validate_cmd(
         raise fail(str(exc)) from None
     if remote is not None and not quiet:
         console.print(f"[bold]ray[/]: {remote.describe()}", highlight=False, soft_wrap=True)
+    repo_of = {t.instance_id: t.repo for t in tasks}
+    done_before = set() if fresh else decided(output, retrying_infra=retry_errors)
+    left = Counter(repo for iid, repo in repo_of.items() if iid not in done_before)
+    n_repos = len(set(repo_of.values()))
     with ctx, _progress(quiet) as bars, remote or nullcontext():
-        bar = bars.add_task("validate", total=len(tasks), last="")
+        repo_bar = bars.add_task(
+            "repositories", total=n_repos, completed=n_repos - len(left), last=""
+        )
+        bar = bars.add_task("candidates", total=len(tasks), last="")
 
         def on_done(iid: str, outcome: str) -> None:
             bars.update(bar, advance=1, last=f"{iid}: {outcome}"[:70])
+            repo = repo_of.get(iid, "")
+            left[repo] -= 1
+            if left[repo] == 0:
+                bars.update(repo_bar, advance=1, last=repo)
 
         summary = validate(
             tasks,

@@ -111,6 +111,16 @@ def _records(path: Path) -> Iterator[dict[str, Any]]:
             yield record
 
 
+def decided(tasks: Path, *, retrying_infra: bool = False) -> set[str]:
+    """Ids a validation to `tasks` has decided so far (valid or rejected); infrastructure
+    rejects left out when a run will retry them."""
+    ids = {str(t["instance_id"]) for t in _records(tasks)}
+    for rej in _records(tasks.with_name(tasks.stem + ".rejects.jsonl")):
+        if not (retrying_infra and rej.get("stage") == "infra"):
+            ids.add(str(rej["instance_id"]))
+    return ids
+
+
 def _blank() -> dict[str, Any]:
     return {**dict.fromkeys(STAGES, 0), "pending": 0, "dropped": {}, "costs": _costs_blank()}
 
