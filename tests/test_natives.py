@@ -83,6 +83,7 @@ def commit(repo: Path, files: dict[str, str]) -> str:
 def test_build_inputs_are_the_compiled_sources_and_packaging_files(tmp_path: Path) -> None:
     assert is_input("setup.py") and is_input("cext/_fast.c") and is_input("a/b/meson.build")
     assert is_input("sklearn/_loss.pyx.tp") and is_input("src/x.h")
+    assert is_input("sklearn/svm/setup.py")  # numpy.distutils: extensions per subpackage
     assert not is_input("conftest.py") and not is_input("cext/util.py")
     assert not is_input("docs/conf.py")  # a .py file below the root is code, not the build
     repo = git_repo(tmp_path / "r", FILES)

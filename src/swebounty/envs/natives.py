@@ -54,8 +54,9 @@ COMPILED_SUFFIXES = (
     ".f", ".f90", ".tp",
 )  # fmt: skip
 HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx")
-# Anywhere in the tree: files that say how extensions are built.
-BUILD_NAMES = ("meson.build", "meson_options.txt", "meson.options")
+# Anywhere in the tree: files that say how extensions are built (numpy.distutils projects,
+# scikit-learn before 1.0, declare them in a setup.py per subpackage).
+BUILD_NAMES = ("meson.build", "meson_options.txt", "meson.options", "setup.py")
 # At the project's root: setup.py and its helpers (matplotlib's setupext.py), setup.cfg,
 # pyproject.toml, mplsetup.cfg-style files, MANIFEST.in. Not conftest.py: no build reads it.
 ROOT_SUFFIXES = (".py", ".cfg", ".toml", ".in")
