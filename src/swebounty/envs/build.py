@@ -49,6 +49,7 @@ from swebounty.envs.environment import install_env, read_environment
 from swebounty.envs.failures import StepFailed, advice
 from swebounty.envs.interpreters import Interpreter, find
 from swebounty.envs.models import EnvBuildError, Environment, ResolvedSpec
+from swebounty.envs.natives import seed
 from swebounty.envs.prune import MAX_DROPS
 from swebounty.envs.repair import repair
 from swebounty.envs.resolve import resolve_lock, wheels_only_older
@@ -329,6 +330,9 @@ class Builder:
                             repair(built, spec.plans, plan or 0, made.candidate, why)
                         )
                     env_key, lock, info = built.env_key, built.lock, built.info
+                    if info is not None and info.natives:  # natives.py: the first tree's
+                        seed(self.cache, env_key=env_key, workspace=workspace,
+                             project=tmp / "project", info=info, version_env=version_env)  # fmt: skip
                     collection = list(built.probe.badness) if built.probe.ran else None
                 except StepFailed as exc:
                     if exc.plan is None:

@@ -45,7 +45,7 @@ from swebounty.envs.cache import (
 )
 from swebounty.envs.failures import StepFailed
 from swebounty.envs.steps import isolated_env
-from swebounty.envs.tasklayer import install_and_capture, project_files
+from swebounty.envs.tasklayer import ProjectInstall, install_and_capture, project_files
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +117,7 @@ def ensure_native(
     environment `env_key`: found, or made once whatever the number of tasks asking. Raises
     StepFailed("build the extensions", ...) when the base commit cannot build here."""
     inputs = tree_inputs(workspace)
-    key = digest({"schema": SCHEMA, "env": env_key, "inputs": inputs, "vars": version_env})
+    key = _key(env_key, inputs, version_env)
     home = cache.root / "natives" / key
     found = _ready(home)
     if found is not None:
@@ -131,6 +131,31 @@ def ensure_native(
             raise StepFailed("build the extensions", "build", str(failure.get("output", "")))
         return _build(home, key, inputs, interpreter, version, shared_site, pip_version,
                       version_env, spec_env, workspace)  # fmt: skip
+
+
+def _key(env_key: str, inputs: dict[str, str], version_env: dict[str, str]) -> str:
+    return digest({"schema": SCHEMA, "env": env_key, "inputs": inputs, "vars": version_env})
+
+
+def seed(
+    cache: CacheLayout,
+    *,
+    env_key: str,
+    workspace: Path,
+    project: Path,
+    info: ProjectInstall,
+    version_env: dict[str, str],
+) -> None:
+    """Keep what the environment build compiled in `project` (its copy of `workspace`) as the
+    build of `workspace`'s tree: the first task of a spec then builds nothing more."""
+    inputs = tree_inputs(workspace)
+    key = _key(env_key, inputs, version_env)
+    home = cache.root / "natives" / key
+    with cache.lock(f"native-{key}"):
+        if _ready(home) is None:
+            safefs.remove_tree(home)
+            home.mkdir(parents=True)
+            _store(home, key, inputs, project, info, 0.0)
 
 
 def _ready(home: Path) -> NativeBuild | None:
@@ -176,22 +201,34 @@ def _build(
             write_json(home / FAILED, {"at": datetime.now(timezone.utc).isoformat(),
                                        "output": exc.output[-20000:]})  # fmt: skip
             raise StepFailed("build the extensions", "build", exc.output) from exc
-        tree = home / "tree"
-        for rel in [*info.natives, *info.generated]:
-            dest = tree / rel
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            dest.write_bytes((project / rel).read_bytes())
-            dest.chmod((project / rel).stat().st_mode & 0o755)
+        build = _store(home, key, inputs, project, info, time.monotonic() - started)
+    log.info("built the extensions %s in %.0f s", key, build.build_seconds)
+    return build
+
+
+def _store(
+    home: Path,
+    key: str,
+    inputs: dict[str, str],
+    project: Path,
+    info: ProjectInstall,
+    seconds: float,
+) -> NativeBuild:
+    tree = home / "tree"
+    for rel in [*info.natives, *info.generated]:
+        dest = tree / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes((project / rel).read_bytes())
+        dest.chmod((project / rel).stat().st_mode & 0o755)
     build = NativeBuild(
         key=key,
         store=tree,
         natives=info.natives,
         generated=info.generated,
         inputs=inputs,
-        build_seconds=round(time.monotonic() - started, 2),
+        build_seconds=round(seconds, 2),
     )
     write_json(home / READY, build.model_dump(mode="json"))
-    log.info("built the extensions %s in %.0f s", key, build.build_seconds)
     return build
 
 
