@@ -4,7 +4,7 @@ For each target it makes an empty venv with uv, installs this checkout (not edit
 that extra, and measures the venv on disk minus an empty venv, and how many distributions it
 holds. Needs the package index (or uv's cache). Prints a table and writes JSON.
 
-    python bench/install_size.py [--extras core report parquet hub ray test dev] [--json PATH]
+    python bench/install_size.py [--extras core report parquet hub ray test docs dev] [--json PATH]
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 from uv import find_uv_bin
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT = ["core", "report", "parquet", "hub", "ray", "test", "dev"]
+DEFAULT = ["core", "report", "parquet", "hub", "ray", "test", "docs", "dev"]
 
 
 def tree_size(path: Path) -> int:

@@ -68,6 +68,12 @@ def results_tables(folder: Path = RESULTS) -> str:
         data = json.loads(path.read_text(encoding="utf-8"))
         out += [f"## {path.stem}", "", f"From `bench/results/{path.name}`.", ""]
         records = {"records": data} if isinstance(data, list) else data
+        if (
+            isinstance(records, dict)
+            and records
+            and all(isinstance(v, dict) for v in records.values())
+        ):
+            records = {"rows": records}  # one row per key: {"core": {...}, "dev": {...}}
         if not isinstance(records, dict):
             out += [f"`{_cell(records)}`", ""]
             continue

@@ -102,6 +102,10 @@ def test_results_tables_are_made_from_the_bench_json(tmp_path: Path) -> None:
     assert "| install | mb | dists |" in text and "| core | 117 | 27 |" in text
     assert "|  | gold | empty |" in text and "| flask | 3 | 0 |" in text
     assert "No measured results" in _hooks().results_tables(tmp_path / "none")
+    (tmp_path / "sizes.json").write_text('{"core": {"mb": 118.4}, "dev": {"mb": 703.9}}')
+    assert "|  | mb |\n|---|---|\n| core | 118 |\n| dev | 704 |" in _hooks().results_tables(
+        tmp_path
+    )
 
 
 @pytest.fixture(scope="module")
