@@ -179,6 +179,20 @@ def test_test_files_keeps_a_file_that_expected_ids_name() -> None:
     ]
 
 
+def test_a_test_patch_of_data_only_runs_the_files_the_expected_ids_name() -> None:
+    patch = _diff("tests/data/expected.json", "+{}\n") + _diff("tests/conftest.py")
+    expected = [
+        "tests/test_io.py::test_reads[new]",
+        "tests/test_io.py::test_other",
+        "tests/test_more.py::TestX::test_y",
+        "../outside.py::test_x",
+        "/etc/abs.py::test_x",
+        "tests/test_io.py",  # no test named: not an id of a test
+    ]
+    assert test_files(patch, expected=expected) == ["tests/test_io.py", "tests/test_more.py"]
+    assert test_files(patch) == []
+
+
 def test_pytest_command_has_the_reporting_flags_and_each_file_once(tmp_path: Path) -> None:
     argv = pytest_command(["py", "-m", "pytest"], ["a.py", "b.py", "a.py"], tmp_path / "j.xml")
     assert argv[:3] == ["py", "-m", "pytest"]

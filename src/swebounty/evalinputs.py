@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from swebounty.formats import load_file
 from swebounty.tasks import (
@@ -21,6 +21,10 @@ from swebounty.tasks import (
     gold_submissions,
     load_predictions,
 )
+
+if TYPE_CHECKING:
+    from swebounty.store import Store
+    from swebounty.verdicts import BaseFailures
 
 DEMO = "demo"
 
@@ -108,3 +112,43 @@ def load_submissions(
         raise EvalInputError("no submissions: give 'gold', 'empty' or predictions files")
     subs = number_attempts([s for _, loaded in by_file for s in loaded])
     return subs, errors, by_file, paths[0].stem
+
+
+def run_datasets(run: dict[str, Any]) -> list[str]:
+    """The datasets a run holds tasks of: its own, then any added with `add_to_run`."""
+    config = run.get("config") if isinstance(run.get("config"), dict) else {}
+    added = config.get("added_datasets") if isinstance(config, dict) else None
+    return [str(run["dataset"]), *(str(a) for a in added or [])]
+
+
+def dataset_change(run: dict[str, Any] | None, holds: bool, dataset: str) -> str | None:
+    """Why a run (its store record; `holds`: it has submissions or verdicts) cannot take tasks
+    of `dataset`, or None. A run is one dataset: two in one would share one report and one
+    score without anyone asking for it (a JavaScript demo's and a Python dataset's verdicts
+    under one `gold` run)."""
+    if run is None or not holds:
+        return None
+    known = run_datasets(run)
+    if dataset in known:
+        return None
+    also = f" (and {len(known) - 1} added)" if len(known) > 1 else ""
+    return (
+        f"run {run['run_id']} is a run of {known[0]}{also}, not of {dataset}: one run holds one "
+        f"dataset, so its report and scores do not mix two. Give another --run-id, or "
+        f"add this dataset's tasks to that run on purpose (eval --add-to-run)"
+    )
+
+
+def run_conflict(
+    store: Store, run_id: str, dataset: str, policy: BaseFailures, *, add: bool = False
+) -> str | None:
+    """Why run `run_id` cannot take `dataset`'s tasks graded under `policy`, or None: one
+    run never mixes two grading policies, nor (unless `add`) two datasets."""
+    from swebounty.baseline import policy_change
+
+    run = store.run(run_id)
+    graded = bool(store.statuses(run_id))
+    holds = graded or bool(store.submissions(run_id))
+    return policy_change(run, graded, policy) or (
+        None if add else dataset_change(run, holds, dataset)
+    )

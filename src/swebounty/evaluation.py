@@ -19,7 +19,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from swebounty import home
-from swebounty.baseline import DEFAULT_POLICY, policy_change
+from swebounty.baseline import DEFAULT_POLICY
 from swebounty.evalcontext import EvalContext
 from swebounty.evalinputs import (
     DEMO,
@@ -27,6 +27,8 @@ from swebounty.evalinputs import (
     Submissions,
     load_dataset,
     load_submissions,
+    run_conflict,
+    run_datasets,
 )
 from swebounty.runs import ProgressFn, evaluate_run
 from swebounty.store import Store, check_run_id
@@ -161,6 +163,7 @@ def open_evaluation(
     keep_test_infra: bool = False,
     base_failures: BaseFailures = DEFAULT_POLICY,
     executor: ExecutorConfig | str = "local",
+    add_to_run: bool = False,
 ) -> Evaluation:
     """Check every input, load the dataset and submissions, open the run in the store.
 
@@ -172,6 +175,8 @@ def open_evaluation(
     verdicts graded under another policy is refused (its scores would mix). `executor`:
     "local" (a thread pool of `workers`), "ray" (a local Ray cluster of `workers` processes) or
     an ExecutorConfig (an existing cluster's address, each task's CPUs and memory).
+    A run is one dataset: an existing run that holds another dataset's tasks is refused,
+    unless `add_to_run` adds this dataset's tasks to it.
     """
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise EvalInputError(f"workers must be 1 or more, not {workers!r}")
@@ -243,7 +248,7 @@ def open_evaluation(
     except RuntimeError as exc:
         raise EvalInputError(str(exc)) from exc
     store = Store.open(ctx.runs_dir / "runs.sqlite")
-    problem = policy_change(store.run(run_id), bool(store.statuses(run_id)), base_failures)
+    problem = run_conflict(store, run_id, label, base_failures, add=add_to_run)
     if problem:
         store.close()
         ctx.close()
@@ -253,10 +258,13 @@ def open_evaluation(
     except EvalInputError:
         store.close()
         raise
+    before = store.run(run_id)
+    datasets = run_datasets(before) if before and store.submissions(run_id) else [label]
     store.ensure_run(
         run_id,
-        dataset=label,
+        dataset=datasets[0],
         config={
+            "added_datasets": [*datasets[1:], *([] if label in datasets else [label])],
             "kind": kind,
             "repos_dir": str(ctx.repos_dir or ""),
             "timeout": timeout_s,
@@ -333,6 +341,7 @@ def evaluate(
     python_dirs: Sequence[Path] = (),
     base_failures: BaseFailures = DEFAULT_POLICY,
     executor: ExecutorConfig | str = "local",
+    add_to_run: bool = False,
 ) -> list[Verdict]:
     """Evaluate `submissions` on `dataset` and return the run's verdicts for its tasks.
 
@@ -345,7 +354,8 @@ def evaluate(
     runs it on a local Ray cluster (an `ExecutorConfig` names an existing one).
     `base_failures`: which PASS_TO_PASS tests failing on the unpatched base too are excused:
     "network" (the default: those that failed there for want of the network), "strict" (none:
-    verdicts as SWE-bench's) or "all" (see baseline.py).
+    verdicts as SWE-bench's) or "all" (see baseline.py). A run is one dataset: `add_to_run`
+    adds this dataset's tasks to an existing run of another.
     """
     with open_evaluation(
         dataset,
@@ -363,6 +373,7 @@ def evaluate(
         python_dirs=python_dirs,
         base_failures=base_failures,
         executor=executor,
+        add_to_run=add_to_run,
     ) as ev:
         try:
             ev.run(force=force, retry_errors=retry_errors, on_verdict=on_verdict)

@@ -78,6 +78,14 @@ def eval_cmd(
         str | None,
         typer.Option(help="name of the run (resumes if it exists) [default: DATASET-KIND]"),
     ] = None,
+    add_to_run: Annotated[
+        bool,
+        typer.Option(
+            "--add-to-run",
+            help="add this dataset's tasks to an existing run of another dataset (a run is "
+            "one dataset otherwise)",
+        ),
+    ] = False,
     split: Annotated[str, typer.Option(help="the split of a Hugging Face dataset")] = "test",
     workers: Annotated[int, typer.Option(help="tasks evaluated at once")] = 1,
     instance_ids: Annotated[
@@ -167,6 +175,7 @@ def eval_cmd(
                 keep_test_infra=keep_test_infra,
                 base_failures=policy,
                 executor=config,
+                add_to_run=add_to_run,
             )
     except EvalInputError as exc:
         raise fail(str(exc)) from None

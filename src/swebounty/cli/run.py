@@ -194,8 +194,8 @@ def run_cmd(
     from swebounty.agents.prices import load_prices, price_for
     from swebounty.agents.provenance import build_provenance
     from swebounty.attempts import AttemptOptions, run_agent
-    from swebounty.baseline import policy_change
     from swebounty.evalcontext import EvalContext
+    from swebounty.evalinputs import run_conflict
     from swebounty.executors import ExecutorError, open_executor
     from swebounty.store import Store, check_run_id
     from swebounty.summary import run_report, write_run_report
@@ -303,7 +303,8 @@ def run_cmd(
     )
     ctx.runs_dir.mkdir(parents=True, exist_ok=True)
     store = Store.open(ctx.runs_dir / "runs.sqlite")
-    if problem := policy_change(store.run(run_id), bool(store.statuses(run_id)), ctx.base_failures):
+    label = name if demo else str(Path(name).resolve())
+    if problem := run_conflict(store, run_id, label, ctx.base_failures):
         if remote is not None:
             remote.close()
         raise fail(problem)
@@ -315,7 +316,7 @@ def run_cmd(
               | {"kind": executor_cfg.kind}}  # fmt: skip
     store.ensure_run(
         run_id,
-        dataset=name if demo else str(Path(name).resolve()),
+        dataset=label,
         config=config,
         sandbox=ctx.sandbox.name,
         unsafe=unsafe,

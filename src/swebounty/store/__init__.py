@@ -53,7 +53,8 @@ class Store(Database):
     def ensure_run(
         self, run_id: str, dataset: str, config: dict[str, Any], sandbox: str, unsafe: bool
     ) -> dict[str, Any]:
-        """Create the run, or update the config of an existing one (a resumed run).
+        """Create the run, or update the dataset and config of an existing one (a resumed run;
+        evalinputs.run_conflict says when a run may take another dataset).
 
         `unsafe` sticks: once any part of a run went unsandboxed, the run says so.
         """
@@ -63,6 +64,7 @@ class Store(Database):
                 """INSERT INTO runs (run_id, created_at, dataset, config, sandbox, unsafe)
                    VALUES (?, ?, ?, ?, ?, ?)
                    ON CONFLICT (run_id) DO UPDATE SET
+                     dataset = excluded.dataset,
                      config = excluded.config,
                      sandbox = excluded.sandbox,
                      unsafe = max(runs.unsafe, excluded.unsafe)""",
