@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from swebounty import misses
 from swebounty.scoring import score_run, swebench_summary
 from swebounty.tasks import RecordError, Submission, Task
 from swebounty.verdicts import Verdict
@@ -36,6 +37,7 @@ def run_report(
         nodes[v.node or "unknown"] = nodes.get(v.node or "unknown", 0) + 1
     report["executors"] = producers
     report["task_defects"] = task_defects(verdicts)
+    report["misses"] = misses.by_class(verdicts)  # every verdict not resolved, by why
     score = score_run(tasks, submissions, verdicts, run_id=run_id, provenance=provenance)
     if unknown_instance_ids:
         # Predictions for tasks the dataset lacks never reach the store's submissions, so

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -204,6 +204,8 @@ def eval_cmd(
             soft_wrap=True,
         )
         show_task_defects(report["task_defects"])
+        if report["misses"] and not quiet:
+            out.print(_misses_table(report["misses"]))
         if unsafe:
             console.print("[bold red]This run was NOT sandboxed (--unsafe).[/]")
         if interrupted:
@@ -236,6 +238,21 @@ def _run(ev: Evaluation, *, force: bool, retry_errors: bool, quiet: bool) -> boo
         except KeyboardInterrupt:
             return True
     return False
+
+
+def _misses_table(misses: list[dict[str, Any]]) -> Table:
+    """Every verdict not resolved, by class (report.json: misses), a few ids each."""
+    from rich.table import Table
+
+    table = Table(title="not resolved, by class", title_justify="left")
+    table.add_column("class")
+    table.add_column("tasks", justify="right")
+    table.add_column("instances")
+    for miss in misses:
+        ids = miss["instances"]
+        shown = ", ".join(ids[:4]) + (f", … (+{len(ids) - 4})" if len(ids) > 4 else "")
+        table.add_row(escape(miss["class"]), str(miss["count"]), escape(shown))
+    return table
 
 
 def _show_verdicts(run_id: str, verdicts: list[Verdict]) -> None:

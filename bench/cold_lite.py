@@ -1,0 +1,220 @@
+"""A whole-dataset gold run from a cold cache, as a user runs it, beside SWE-bench's figures.
+
+    python bench/cold_lite.py --dataset ../shared/data/swebench_lite_test.jsonl \\
+        --repos-dir ~/clones [--repos psf/requests,pallets/flask] [--per-repo N] \\
+        [--workers 2] [--home DIR] [--json bench/results/cold_lite.json]
+
+Runs exactly `swebounty eval SUBSET --gold --run-id cold --workers W` in a fresh home (an
+empty environment cache) with an empty uv cache of its own (so every download and build is
+counted), as a child process, and then reports:
+- wall time, and CPU-seconds (user + system of the run and everything it waited for: uv,
+  compilers, the sandboxed tests) in total and per task;
+- distinct environments built, the specs that chose them, projects that install per task
+  (compiled: `pip` mode), any other build store the cache keeps, failed builds by class;
+- disk: the environment cache, uv's cache, the runs folder, and per environment;
+- resolved of evaluated, and every miss by class (report.json: misses);
+beside SWE-bench's published figures: one Docker image of ~1.7 GB per instance, and Lite in
+~15 minutes on 12 workers once every image is built (~36 worker-seconds per task, warm).
+`--repos`/`--per-repo` take a subset (the whole of Lite from cold takes many hours on two
+cores); the JSON says which tasks were run, so a figure is never read as the whole dataset's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from swebounty.envs.cache import dir_sizes, read_json
+
+SWE_BENCH_IMAGE_BYTES = 1.7e9  # one instance image (SWE-bench harness docs)
+SWE_BENCH_LITE_WARM = {"minutes": 15, "workers": 12, "tasks": 300}  # once images are built
+out = Console(width=160)
+
+
+def args() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--dataset", type=Path, required=True, help="a SWE-bench .json/.jsonl file")
+    p.add_argument("--repos-dir", type=Path, required=True, help="clones named owner__name")
+    p.add_argument("--repos", default="", help="comma-separated owner/name: only these")
+    p.add_argument("--per-repo", type=int, default=0, help="at most N tasks per repository")
+    p.add_argument("-i", "--instance-id", action="append", dest="ids", default=[])
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--home", type=Path, help="default: a new temporary folder (kept)")
+    p.add_argument("--keep-uv-cache", action="store_true", help="use uv's usual cache (warm)")
+    p.add_argument("--json", type=Path, default=Path("bench/results/cold_lite.json"))
+    return p.parse_args()
+
+
+def subset(dataset: Path, repos: set[str], per_repo: int, ids: set[str]) -> list[dict[str, Any]]:
+    text = dataset.read_text(encoding="utf-8")
+    records = (
+        json.loads(text)
+        if text.lstrip().startswith("[")
+        else [json.loads(line) for line in text.splitlines() if line.strip()]
+    )
+    seen: Counter[str] = Counter()
+    chosen = []
+    for r in records:
+        if (ids and r["instance_id"] not in ids) or (repos and r["repo"] not in repos):
+            continue
+        if per_repo and seen[r["repo"]] >= per_repo:
+            continue
+        seen[r["repo"]] += 1
+        chosen.append(r)
+    return chosen
+
+
+def run_eval(
+    data: Path, home: Path, repos_dir: Path, workers: int, env: dict[str, str]
+) -> dict[str, float]:
+    """Run the user's command; its wall time and the CPU time of it and all it waited for."""
+    argv = [sys.executable, "-m", "swebounty", "eval", str(data), "--gold", "--run-id", "cold",
+            "--home", str(home), "--repos-dir", str(repos_dir), "--workers", str(workers)]  # fmt: skip
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.monotonic()
+    with (home / "eval.log").open("w") as log:
+        code = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, env=env).returncode
+    wall = time.monotonic() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"exit_code": code, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1)}
+
+
+def environments(cache: Path) -> dict[str, Any]:
+    """What the environment cache holds after the run."""
+    envs = [d for d in (cache / "envs").glob("*") if (d / "ready.json").exists()]
+    specs = list((cache / "specs").glob("*"))
+    records = [r for s in specs if (r := read_json(s / "record.json"))]
+    failed = [f for s in specs if (f := read_json(s / "failed.json"))]
+    per_task = [r for r in records if (r.get("project") or {}).get("mode") == "pip"]
+    sizes = [read_json(d / "ready.json") or {} for d in envs]
+    own = [int(s.get("own_bytes") or 0) for s in sizes]
+    others = {
+        d.name: dir_sizes(d)[0]
+        for d in cache.iterdir()
+        if d.is_dir() and d.name not in ("envs", "specs", "locks")
+    }
+    return {
+        "environments": len(envs),
+        "specs": len(records),
+        "projects_built_per_task": len(per_task),
+        "failed_builds": dict(Counter(str(f.get("kind")) for f in failed)),
+        "env_own_bytes_mean": int(sum(own) / len(own)) if own else 0,
+        "env_build_seconds": [round(float(s.get("build_seconds") or 0), 1) for s in sizes],
+        "other_stores_bytes": others,
+    }
+
+
+def main() -> None:
+    a = args()
+    repos = {r.strip() for r in a.repos.split(",") if r.strip()}
+    tasks = subset(a.dataset, repos, a.per_repo, set(a.ids))
+    if not tasks:
+        raise SystemExit("no task of the dataset matches --repos / --instance-id")
+    home = a.home or Path(tempfile.mkdtemp(prefix="swebounty-cold-"))
+    if (home / "cache").exists():
+        raise SystemExit(f"{home} already holds a cache: give an empty --home (a cold run)")
+    home.mkdir(parents=True, exist_ok=True)
+    data = home / "tasks.jsonl"
+    data.write_text("".join(json.dumps(t) + "\n" for t in tasks), encoding="utf-8")
+    env = dict(os.environ)
+    uv_cache = home / "uv-cache"
+    if not a.keep_uv_cache:
+        env["UV_CACHE_DIR"] = str(uv_cache)
+    out.print(f"{len(tasks)} tasks, {a.workers} workers, home {home}: swebounty eval --gold …")
+    timing = run_eval(data, home, a.repos_dir, a.workers, env)
+    report = read_json(home / "runs" / "cold" / "report.json") or {}
+    cache = home / "cache"
+    disk = {
+        "env_cache_bytes": dir_sizes(cache)[0] if cache.exists() else 0,
+        "uv_cache_bytes": dir_sizes(uv_cache)[0] if uv_cache.exists() else None,
+        "runs_bytes": dir_sizes(home / "runs")[0] if (home / "runs").exists() else 0,
+    }
+    envs = environments(cache) if cache.exists() else {}
+    n = len(tasks)
+    result = {
+        "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "load_before": os.getloadavg(),
+        },
+        "dataset": str(a.dataset),
+        "tasks": [t["instance_id"] for t in tasks],
+        "repos": dict(Counter(t["repo"] for t in tasks)),
+        "workers": a.workers,
+        "cold_uv_cache": not a.keep_uv_cache,
+        **timing,
+        "cpu_s_per_task": round(timing["cpu_s"] / n, 1),
+        "wall_s_per_task": round(timing["wall_s"] / n, 1),
+        "resolved": report.get("resolved_instances"),
+        "evaluated": report.get("total_instances"),
+        "misses": report.get("misses", []),
+        "disk": disk,
+        **envs,
+        "swe_bench": {
+            "image_bytes": SWE_BENCH_IMAGE_BYTES,
+            "images_for_these_tasks_bytes": SWE_BENCH_IMAGE_BYTES * n,
+            "warm_worker_s_per_task": SWE_BENCH_LITE_WARM["minutes"]
+            * 60
+            * SWE_BENCH_LITE_WARM["workers"]
+            / SWE_BENCH_LITE_WARM["tasks"],
+        },
+    }
+    show(result)
+    a.json.parent.mkdir(parents=True, exist_ok=True)
+    a.json.write_text(json.dumps(result, indent=2), encoding="utf-8")
+    out.print(f"JSON: {a.json}; the run's log: {home / 'eval.log'}")
+
+
+def show(r: dict[str, Any]) -> None:
+    gb = 1e9
+    sb = r["swe_bench"]
+    t = Table(
+        title=f"cold gold run: {len(r['tasks'])} tasks of {r['dataset']}, {r['workers']} workers"
+    )
+    for col in ("figure", "swebounty (measured)", "SWE-bench (published)"):
+        t.add_column(col, justify="left" if col == "figure" else "right")
+    per_env = r.get("env_own_bytes_mean", 0) / gb
+    rows = [
+        ("wall time", f"{r['wall_s'] / 60:.1f} min", "images: build first; then ~15 min / 300 on 12"),
+        ("CPU-seconds per task (cold)", f"{r['cpu_s_per_task']:.0f}", "—"),
+        ("worker-seconds per task", f"{r['wall_s'] * r['workers'] / len(r['tasks']):.0f} (cold)",
+         f"{sb['warm_worker_s_per_task']:.0f} (warm, images built)"),
+        ("distinct environments", str(r.get("environments", 0)), f"{len(r['tasks'])} instance images"),
+        ("projects built per task (compiled)", str(r.get("projects_built_per_task", 0)), "in image"),
+        ("disk: environment cache", f"{r['disk']['env_cache_bytes'] / gb:.2f} GB",
+         f"{sb['images_for_these_tasks_bytes'] / gb:.0f} GB ({sb['image_bytes'] / gb:.1f} GB each)"),
+        ("disk: uv cache", f"{(r['disk']['uv_cache_bytes'] or 0) / gb:.2f} GB", "—"),
+        ("disk per environment (own)", f"{per_env:.2f} GB", f"{sb['image_bytes'] / gb:.1f} GB"),
+        ("resolved (gold)", f"{r['resolved']}/{r['evaluated']}", "—"),
+    ]  # fmt: skip
+    for row in rows:
+        t.add_row(*row)
+    out.print(t)
+    if r["misses"]:
+        m = Table(title="not resolved, by class")
+        m.add_column("class")
+        m.add_column("tasks", justify="right")
+        m.add_column("instances")
+        for miss in r["misses"]:
+            m.add_row(miss["class"], str(miss["count"]), ", ".join(miss["instances"]))
+        out.print(m)
+
+
+if __name__ == "__main__":
+    main()
