@@ -12,6 +12,7 @@ first lock stands.
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
@@ -21,7 +22,7 @@ from packaging.version import InvalidVersion, Version
 
 from swebounty.envs.failures import StepFailed
 from swebounty.envs.interpreters import Interpreter
-from swebounty.envs.releases import release_uploads
+from swebounty.envs.releases import default_index, release_uploads
 from swebounty.envs.steps import Uv, pinned
 
 
@@ -43,6 +44,12 @@ def plugin_names(lock: str) -> list[str]:
     return names
 
 
+@functools.lru_cache(maxsize=4)
+def _pytest_uploads(index: str) -> list[tuple[Version, datetime]] | None:
+    """pytest's releases, read once per process and index (every resolution asks)."""
+    return release_uploads("pytest", index)
+
+
 def era_end(pytest_version: str, cutoff: datetime | None) -> datetime | None:
     """When `pytest_version` stopped being current: the first upload of a later minor (or
     major) release, or the pinned release's own upload if that came later (bug-fix lines
@@ -54,7 +61,7 @@ def era_end(pytest_version: str, cutoff: datetime | None) -> datetime | None:
         pinned = Version(pytest_version)
     except InvalidVersion:
         return None
-    uploads = release_uploads("pytest")
+    uploads = _pytest_uploads(default_index())
     if not uploads:
         return None
     own = [when for version, when in uploads if version == pinned]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import re
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -110,16 +111,18 @@ def probe(
     """Collect the tests of `project` with `python` (which imports the project and the
     environment whose site-packages are `sites`). `roots`: the project's own top-level import
     names, never a package to add or leave out."""
-    argv = [str(python), "-m", "pytest", "--collect-only", "-q", "--tb=short"]
-    argv += ["-p", "no:cacheprovider", "-W", "ignore"]
-    try:
-        output = run_logged("probe collection", argv, log_path, cwd=project, env=env,
-                            timeout=timeout)  # fmt: skip
-        code = 0
-    except StepFailed as exc:
-        if exc.kind == "timeout":
-            return Probe(detail=f"timed out after {timeout:.0f} s")
-        output, code = exc.output, 1
+    # The cache stays on (plugins read config.cache: testing.pytest_command), out of the tree.
+    with tempfile.TemporaryDirectory(prefix="swebounty-probe-") as cache:
+        argv = [str(python), "-m", "pytest", "--collect-only", "-q", "--tb=short"]
+        argv += ["-o", f"cache_dir={cache}", "-W", "ignore"]
+        try:
+            output = run_logged("probe collection", argv, log_path, cwd=project, env=env,
+                                timeout=timeout)  # fmt: skip
+            code = 0
+        except StepFailed as exc:
+            if exc.kind == "timeout":
+                return Probe(detail=f"timed out after {timeout:.0f} s")
+            output, code = exc.output, 1
     return read_probe(output, code, sites, roots)
 
 
