@@ -165,8 +165,10 @@ def test_built_pages_render_in_a_browser(served: str, tmp_path: Path) -> None:
     if reason:
         pytest.skip(reason)
     errors: list[str] = []
+    requests: list[str] = []
     with chromium_page(1280, 900) as page:
         page.on("pageerror", lambda error: errors.append(str(error)))
+        page.on("request", lambda request: requests.append(request.url))
         page.goto(f"{served}/")
         assert page.title().startswith("swebounty")
         nav = page.locator("nav.md-nav--primary").first
@@ -184,3 +186,4 @@ def test_built_pages_render_in_a_browser(served: str, tmp_path: Path) -> None:
         assert page.locator("article pre").count() >= len(PAGES)
     assert (tmp_path / "home.png").stat().st_size > 10_000
     assert errors == []
+    assert [u for u in requests if not u.startswith(served)] == []  # offline, no third party
