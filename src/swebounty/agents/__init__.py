@@ -20,6 +20,8 @@ AGENTS = {
     "predictions": "swebounty.agents.predictions:PredictionsAgent",
     "command": "swebounty.agents.command:CommandAgent",
     "llm": "swebounty.agents.llm:LLMAgent",
+    # Open-source agents, installed from PyPI into an environment of their own (installed.py)
+    "mini-swe-agent": "swebounty.agents.mini_swe_agent:MiniSweAgent",
 }
 
 

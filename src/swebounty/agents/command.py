@@ -99,6 +99,8 @@ class CommandAgent:
         self.config = config
         # What runs: the command with the paths it names in normal form (command_paths.py).
         self.command, self.named = normalize(config.command)
+        self.env_vars: dict[str, str] = {}  # more of the agent's environment (installed agents)
+        self.harness_mounts: list[Path] = []  # chosen by the harness, not named by the user
 
     @classmethod
     def create(cls, options: dict[str, Any], tasks: Sequence[Task]) -> CommandAgent:
@@ -121,7 +123,8 @@ class CommandAgent:
     def run(self, task: PublicTask, session: Session | None) -> AgentResult:
         assert session is not None, "the command agent works in a session"
         extra_env = {"SWEBOUNTY_SKIP_EXIT": str(SKIP_EXIT), "OPENAI_API_KEY": "swebounty"}
-        mounts = [Mount(path=p) for p in self.mounts()]
+        extra_env.update(self.env_vars)
+        mounts = [Mount(path=p) for p in [*self.mounts(), *self.harness_mounts]]
         if self.config.model:
             extra_env["SWEBOUNTY_MODEL"] = self.config.model
         argv = [
