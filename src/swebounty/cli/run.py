@@ -36,7 +36,10 @@ if TYPE_CHECKING:
     from swebounty.tasks import Attempt
     from swebounty.verdicts import Verdict
 
-AGENT_HELP = "gold, predictions, command, llm, or a dotted path to an Agent class"
+AGENT_HELP = (
+    "gold, predictions, command, llm, mini-swe-agent (installed from PyPI), or a dotted path "
+    "to an Agent class"
+)
 
 
 def _options(
@@ -190,7 +193,8 @@ def run_cmd(
 
     from pydantic import ValidationError
 
-    from swebounty.agents import create_agent
+    from swebounty.agents import agent_class, create_agent
+    from swebounty.agents.installed import AgentInstallError
     from swebounty.agents.prices import load_prices, price_for
     from swebounty.agents.provenance import build_provenance
     from swebounty.attempts import AttemptOptions, run_agent
@@ -239,6 +243,9 @@ def run_cmd(
         extra=option or [],
     )
     try:
+        if getattr(agent_class(agent), "installs", False):
+            # An installed agent's environment: cached beside the task environments.
+            options.setdefault("agents_dir", str(cache_dir / "agents"))
         price_table = load_prices(prices)
         if max_cost is not None:
             # The budget is counted at the proxy, in the model's own price.
@@ -252,7 +259,7 @@ def run_cmd(
             options["price"] = price.model_dump()
         the_agent = create_agent(agent, options, tasks)
         cutoff = date.fromisoformat(model_cutoff) if model_cutoff else None
-    except (ValidationError, ValueError, OSError) as exc:
+    except (ValidationError, ValueError, OSError, AgentInstallError) as exc:
         raise fail(f"agent {agent}: {exc}") from exc
     if api_key_env and api_key_env not in os.environ:
         raise fail(f"--api-key-env {api_key_env}: that variable is not set")
