@@ -161,3 +161,16 @@ testing = ["pytest-mock"]
 )
 def test_poetry_constraints(poetry: str, pep440: str) -> None:
     assert poetry_constraint(poetry) == pep440
+
+
+def test_tox_extras_conditional_on_a_factor_are_extra_names(tmp_path: Path) -> None:
+    """astropy's tox.ini: `extras = test: test`, `alldeps: all`; `test:` is no extra, and uv
+    refuses the whole `./project[...]` requirement for it."""
+    (tmp_path / "tox.ini").write_text(
+        "[testenv]\nextras =\n    test: test\n    recdeps: recommended\n    alldeps: all\n"
+        "    docs\n"
+    )
+    tox = ToxConfig.load(tmp_path, {})
+    assert tox is not None
+    assert tox.extras() == ["test", "recommended", "all", "docs"]
+    assert tox.extras("3.10") == ["docs"]  # with a Python, factors of other envs drop out

@@ -235,9 +235,18 @@ class ToxConfig:
             lines.extend(kept)
         return lines
 
-    def extras(self) -> list[str]:
+    def extras(self, python: str = "") -> list[str]:
+        """The extras of [testenv]. A line conditional on a factor (astropy's `test: test`,
+        `alldeps: all`) is kept only as `_factor_filter` keeps a deps line: `test:` is not
+        an extra name, and uv refuses the whole requirement for it."""
         value = self._value(self.testenv().get("extras", ""))
-        return [e.strip() for e in re.split(r"[,\s]+", value) if e.strip() and "{" not in e]
+        found: list[str] = []
+        for line in value.splitlines():
+            kept = _factor_filter(line, python) if python else line
+            for extra in re.split(r"[,\s]+", kept):
+                if _EXTRA.fullmatch(extra) and extra not in found:
+                    found.append(extra)
+        return found
 
     def _value(self, value: str, depth: int = 0) -> str:
         """Expand `{[section]key}` references, as tox does."""
@@ -264,6 +273,9 @@ def _expand(text: str) -> list[str]:
     parts = re.split(r"(\{[^{}]*\})", text)
     options = [p[1:-1].split(",") if p.startswith("{") else [p] for p in parts]
     return ["".join(combo).strip() for combo in itertools.product(*options)]
+
+
+_EXTRA = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
 
 
 def _factor_filter(line: str, python: str) -> str:
