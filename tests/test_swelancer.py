@@ -16,7 +16,6 @@ from swelancer_helpers import (
     OLD_HEADER,
     manager_data,
     manager_row,
-    prompt,
     write_csv,
 )
 
@@ -94,14 +93,6 @@ def test_a_bad_row_is_a_record_error_and_the_rest_load(
     assert [t.instance_id for t in tasks] == ["2-manager-0"]
     assert len(errors) == 1 and message in errors[0].message, errors
     assert errors[0].where.startswith("line 2")
-
-
-def test_ic_rows_are_reported_not_guessed(tmp_path: Path) -> None:
-    ic = {"question_id": "14294", "variant": "ic_swe", "price": "4000", "prompt": prompt("x"),
-          "acceptable_folders": "['14294']", "cwd": "/app/expensify"}  # fmt: skip
-    path = write_csv(tmp_path / "swelancer_tasks.csv", OLD_HEADER, [ic])
-    tasks, errors = load_file(path)
-    assert tasks == [] and "ic_swe" in errors[0].message
 
 
 def test_duplicates_keep_the_first_and_other_files_are_not_claimed(tmp_path: Path) -> None:

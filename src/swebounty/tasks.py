@@ -84,6 +84,11 @@ class Task(BaseModel):
     problem_statement: str = ""
     hints_text: str = ""
     patch: str = Field("", description="the reference (gold) patch")
+    setup_patch: str = Field(
+        "",
+        description="applied to base_commit to make the task's starting state (SWE-Lancer puts "
+        "a fixed bug back); hidden like the reference patch, which it often reveals",
+    )
     test_patch: str = ""
     FAIL_TO_PASS: list[str] = Field(default_factory=list)
     PASS_TO_PASS: list[str] = Field(default_factory=list)
@@ -157,7 +162,7 @@ class Task(BaseModel):
 
     @model_validator(mode="after")
     def _check_text(self) -> Task:
-        for field_name in ("patch", "test_patch", "problem_statement", "hints_text"):
+        for field_name in ("patch", "setup_patch", "test_patch", "problem_statement", "hints_text"):
             bounded_text(getattr(self, field_name), MAX_TASK_TEXT_BYTES, field_name)
         for text in strings([*self.FAIL_TO_PASS, *self.PASS_TO_PASS, self.model_extra or {}]):
             bounded_text(text, MAX_TASK_TEXT_BYTES, "a field")

@@ -26,10 +26,11 @@ from swebounty.frameworks.base import RunContext, TestRun
 from swebounty.integrity import revert_test_infra, revert_test_paths, strip_compiled
 from swebounty.patches import apply_patch, reset_files
 from swebounty.pristine import linked_workspace
-from swebounty.repos import commit_date, ensure_mirror, make_workspace
+from swebounty.repos import commit_date, make_workspace
 from swebounty.sandbox import Sandbox
 from swebounty.services.catalog import declared
 from swebounty.services.runtime import StandIns, build, shipped_catalog
+from swebounty.setups import starting_point
 from swebounty.tasks import Task
 from swebounty.workdirs import PACK_CACHE, memory_place, tree_size
 
@@ -128,27 +129,21 @@ def checkout(
     owner: tuple[int, int] | None = None,
 ) -> tuple[Path, Environment, datetime]:
     """workspace_and_env's, and the base commit's date."""
-    mirror = ensure_mirror(
-        task.repo,
-        repos_dir=ctx.repos_dir,
-        cache_dir=ctx.cache_dir,
-        url=task.repo_url,
-        commits=[task.base_commit],  # a cached clone older than the task is fetched once
-    )
+    # The base commit, or the task's starting state (its setup patch applied: setups.py).
+    mirror, base = starting_point(task, repos_dir=ctx.repos_dir, cache_dir=ctx.cache_dir)
     scratch.mkdir(mode=0o711)
     place = None
     if overlaid and ctx.memory_dir is not None:
-        place = memory_place(ctx.memory_dir, scratch.name, *tree_size(mirror, task.base_commit))
+        place = memory_place(ctx.memory_dir, scratch.name, *tree_size(mirror, base))
     packs = place.parent / PACK_CACHE if place else None  # packcache.py
     dest = (place or scratch) / "workspace"
     if place is not None and ctx.memory_dir is not None and owner and pristine.ENABLED:
         workspace = linked_workspace(
-            mirror, task.base_commit, dest, memory_dir=ctx.memory_dir, owner=owner,
-            pack_cache=packs,
-        )  # fmt: skip
+            mirror, base, dest, memory_dir=ctx.memory_dir, owner=owner, pack_cache=packs
+        )
     else:
-        workspace = make_workspace(mirror, task.base_commit, dest, pack_cache=packs)
-    when = commit_date(mirror, task.base_commit)
+        workspace = make_workspace(mirror, base, dest, pack_cache=packs)
+    when = commit_date(mirror, base)
     spec = ctx.envs.spec_for(task, workspace, when)
     return workspace, ctx.envs.ensure(spec, workspace), when
 

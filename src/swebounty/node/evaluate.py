@@ -35,8 +35,9 @@ from swebounty.node.results import (
 )
 from swebounty.node.runner import RESULT_FILES, RunnerError, command
 from swebounty.patches import apply_patch, reset_files
-from swebounty.repos import commit_date, ensure_mirror, make_workspace
+from swebounty.repos import commit_date, make_workspace
 from swebounty.sandbox.base import Mount
+from swebounty.setups import starting_point
 from swebounty.tasks import Task
 from swebounty.testing import JUnitError
 
@@ -139,15 +140,13 @@ def _workspace_env(
     task: Task, ctx: EvalContext, scratch: Path
 ) -> tuple[Path, NodeEnvironment, NodeProject]:
     """A fresh workspace at the base commit in `scratch`, and the task's Node environment."""
-    mirror = ensure_mirror(
-        task.repo, repos_dir=ctx.repos_dir, cache_dir=ctx.cache_dir, url=task.repo_url,
-        commits=[task.base_commit],
-    )  # fmt: skip
+    # The base commit, or the task's starting state (its setup patch applied: setups.py).
+    mirror, base = starting_point(task, repos_dir=ctx.repos_dir, cache_dir=ctx.cache_dir)
     scratch.mkdir(mode=0o711)
-    workspace = make_workspace(mirror, task.base_commit, scratch / "workspace")
+    workspace = make_workspace(mirror, base, scratch / "workspace")
     envs = node_envs(ctx)
     try:
-        spec, project = envs.spec_for(task, workspace, commit_date(mirror, task.base_commit))
+        spec, project = envs.spec_for(task, workspace, commit_date(mirror, base))
         return workspace, envs.ensure(spec, workspace), project
     except NodeBuildError as exc:
         from swebounty.envs import EnvBuildError

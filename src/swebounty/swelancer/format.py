@@ -8,6 +8,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from swebounty.records import describe_invalid
+from swebounty.swelancer.ic import ic_task
 from swebounty.swelancer.manager import manager_task
 from swebounty.swelancer.rows import REQUIRED, VARIANTS, RowError, read_rows, split_name
 from swebounty.tasks import RecordError, Task
@@ -43,10 +44,7 @@ class SWELancerFormat:
                 if variant == "swe_manager":
                     record = manager_task(row, split)
                 elif variant == "ic_swe":
-                    raise RowError(
-                        "ic_swe tasks (Expensify's app graded by hidden browser tests) are not "
-                        "read yet: only the swe_manager rows of this file load"
-                    )
+                    record = ic_task(row, split, path.parent)
                 else:
                     raise RowError(f"variant {variant[:40]!r} is not one of {', '.join(VARIANTS)}")
                 tasks.append(Task.model_validate(record))
