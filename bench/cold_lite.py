@@ -56,6 +56,9 @@ def args() -> argparse.Namespace:
     p.add_argument("--home", type=Path, help="default: a new temporary folder (kept)")
     p.add_argument("--keep-uv-cache", action="store_true", help="use uv's usual cache (warm)")
     p.add_argument("--json", type=Path, default=Path("bench/results/cold_lite.json"))
+    p.add_argument(
+        "--report-only", action="store_true", help="report a finished run in --home again"
+    )
     return p.parse_args()
 
 
@@ -95,9 +98,11 @@ def run_eval(
 
 
 def environments(cache: Path) -> dict[str, Any]:
-    """What the environment cache holds after the run."""
-    envs = [d for d in (cache / "envs").glob("*") if (d / "ready.json").exists()]
-    specs = list((cache / "specs").glob("*"))
+    """What the cache holds after the run: HOME/cache/envs is the environment cache
+    (envs/, specs/), the rest are the harness's other stores (bytecode, natives, ...)."""
+    root = cache / "envs"
+    envs = [d for d in (root / "envs").glob("*") if (d / "ready.json").exists()]
+    specs = list((root / "specs").glob("*"))
     records = [r for s in specs if (r := read_json(s / "record.json"))]
     failed = [f for s in specs if (f := read_json(s / "failed.json"))]
     per_task = [r for r in records if (r.get("project") or {}).get("mode") == "pip"]
@@ -106,7 +111,7 @@ def environments(cache: Path) -> dict[str, Any]:
     others = {
         d.name: dir_sizes(d)[0]
         for d in cache.iterdir()
-        if d.is_dir() and d.name not in ("envs", "specs", "locks")
+        if d.is_dir() and d.name not in ("envs", "work")
     }
     return {
         "environments": len(envs),
@@ -126,21 +131,29 @@ def main() -> None:
     if not tasks:
         raise SystemExit("no task of the dataset matches --repos / --instance-id")
     home = a.home or Path(tempfile.mkdtemp(prefix="swebounty-cold-"))
-    if (home / "cache").exists():
-        raise SystemExit(f"{home} already holds a cache: give an empty --home (a cold run)")
-    home.mkdir(parents=True, exist_ok=True)
-    data = home / "tasks.jsonl"
-    data.write_text("".join(json.dumps(t) + "\n" for t in tasks), encoding="utf-8")
-    env = dict(os.environ)
     uv_cache = home / "uv-cache"
-    if not a.keep_uv_cache:
-        env["UV_CACHE_DIR"] = str(uv_cache)
-    out.print(f"{len(tasks)} tasks, {a.workers} workers, home {home}: swebounty eval --gold …")
-    timing = run_eval(data, home, a.repos_dir, a.workers, env)
+    if a.report_only:  # the run's own figures from its JSON, the rest read again from HOME
+        before = json.loads(a.json.read_text(encoding="utf-8"))
+        timing = {k: before[k] for k in ("exit_code", "wall_s", "cpu_s")}
+        load_before = before["machine"]["load_before"]
+        load_after = before["machine"].get("load_after")
+    else:
+        if (home / "cache").exists():
+            raise SystemExit(f"{home} already holds a cache: give an empty --home (a cold run)")
+        home.mkdir(parents=True, exist_ok=True)
+        data = home / "tasks.jsonl"
+        data.write_text("".join(json.dumps(t) + "\n" for t in tasks), encoding="utf-8")
+        env = dict(os.environ)
+        if not a.keep_uv_cache:
+            env["UV_CACHE_DIR"] = str(uv_cache)
+        out.print(f"{len(tasks)} tasks, {a.workers} workers, home {home}: swebounty eval --gold")
+        load_before = os.getloadavg()
+        timing = run_eval(data, home, a.repos_dir, a.workers, env)
+        load_after = os.getloadavg()
     report = read_json(home / "runs" / "cold" / "report.json") or {}
     cache = home / "cache"
     disk = {
-        "env_cache_bytes": dir_sizes(cache)[0] if cache.exists() else 0,
+        "cache_bytes": dir_sizes(cache)[0] if cache.exists() else 0,
         "uv_cache_bytes": dir_sizes(uv_cache)[0] if uv_cache.exists() else None,
         "runs_bytes": dir_sizes(home / "runs")[0] if (home / "runs").exists() else 0,
     }
@@ -151,7 +164,8 @@ def main() -> None:
         "machine": {
             "cpus": os.cpu_count(),
             "python": platform.python_version(),
-            "load_before": os.getloadavg(),
+            "load_before": load_before,
+            "load_after": load_after,
         },
         "dataset": str(a.dataset),
         "tasks": [t["instance_id"] for t in tasks],
@@ -197,7 +211,7 @@ def show(r: dict[str, Any]) -> None:
          f"{sb['warm_worker_s_per_task']:.0f} (warm, images built)"),
         ("distinct environments", str(r.get("environments", 0)), f"{len(r['tasks'])} instance images"),
         ("projects built per task (compiled)", str(r.get("projects_built_per_task", 0)), "in image"),
-        ("disk: environment cache", f"{r['disk']['env_cache_bytes'] / gb:.2f} GB",
+        ("disk: swebounty cache", f"{r['disk']['cache_bytes'] / gb:.2f} GB",
          f"{sb['images_for_these_tasks_bytes'] / gb:.0f} GB ({sb['image_bytes'] / gb:.1f} GB each)"),
         ("disk: uv cache", f"{(r['disk']['uv_cache_bytes'] or 0) / gb:.2f} GB", "—"),
         ("disk per environment (own)", f"{per_env:.2f} GB", f"{sb['image_bytes'] / gb:.1f} GB"),
