@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from swebounty.envs.node_project import ci_matrix, find_runner, read_project
+from swebounty.envs.node_project import ci_matrix, read_project
+from swebounty.envs.node_scripts import find_runner
 
 
 def scripts(**kw: str) -> dict[str, object]:
@@ -113,7 +114,7 @@ def test_not_a_node_project(tmp_path: Path) -> None:
 
 
 def test_the_scripts_other_runner_calls_and_their_variables() -> None:
-    from swebounty.envs.node_project import other_runner_calls
+    from swebounty.envs.node_scripts import other_runner_calls
 
     pkg = scripts(
         test="TZ=Pacific/Auckland npm run test-tz && TZ=Europe/London npm run test-tz && jest",

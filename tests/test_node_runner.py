@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from swebounty.envs.node_project import RunnerCall
+from swebounty.envs.node_scripts import RunnerCall
 from swebounty.node.runner import RunnerError, command, runner_entry
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from repo_helpers import git_repo
-from swebounty.envs.node_project import find_runner
+from swebounty.envs.node_scripts import find_runner
 from swebounty.envs.node_workspaces import (
     delegates_to_workspaces,
     has_project_links,

@@ -18,7 +18,8 @@ from datetime import datetime, time, timedelta, timezone
 from pathlib import Path
 
 from swebounty.envs.node_build import NodeBuildError, NodeCache, NodeEnvironment, NodeSpec
-from swebounty.envs.node_project import NodeProject, RunnerCall, read_project
+from swebounty.envs.node_project import NodeProject, read_project
+from swebounty.envs.node_scripts import RunnerCall
 from swebounty.envs.node_semver import parse_version
 from swebounty.envs.node_versions import (
     Constraints,

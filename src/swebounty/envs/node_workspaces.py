@@ -25,7 +25,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from swebounty import safefs
-from swebounty.envs.node_project import RunnerCall, delegates_to_workspaces, find_runner
+from swebounty.envs.node_scripts import RunnerCall, delegates_to_workspaces, find_runner
 
 NESTED = "nested"  # CACHE/node/envs/<key>/nested/<package dir>/node_modules
 _MAX_DEPTH = 4  # packages/<group>/<name>: how deep a workspace package may sit

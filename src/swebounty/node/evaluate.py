@@ -22,18 +22,21 @@ from swebounty import safefs
 from swebounty.diffs import PatchError, files_in_patch, parse_patch
 from swebounty.envs.node_build import NodeBuildError, NodeEnvironment
 from swebounty.envs.node_manager import NodeEnvs
-from swebounty.envs.node_project import NodeProject, RunnerCall
+from swebounty.envs.node_project import NodeProject
+from swebounty.envs.node_scripts import RunnerCall
 from swebounty.envs.node_workspaces import plan_package_runs
+from swebounty.node.dispatch import argv_for, results_of
+from swebounty.node.prepare import no_runner, run_build_steps, unnamed_tests
 from swebounty.node.results import (
     JsResults,
     cross_check,
     match,
     outcomes_of,
-    parse_jest,
-    parse_junit_js,
     write_junit,
 )
-from swebounty.node.runner import RESULT_FILES, RunnerError, command
+from swebounty.node.runner import RunnerError
+from swebounty.node.runners import tools_dir
+from swebounty.node.selection import files_to_run
 from swebounty.patches import apply_patch, reset_files
 from swebounty.repos import commit_date, make_workspace
 from swebounty.sandbox.base import Mount
@@ -205,13 +208,16 @@ def run_node_tests(
         return
 
     expected = task.FAIL_TO_PASS + task.PASS_TO_PASS
-    files = js_test_files(task.test_patch)
+    files, whole_suite = files_to_run(
+        workspace, js_test_files(task.test_patch), task.test_patch, expected, _file_prefix
+    )
     result.test_files = files
     # (runner call, files to run or None for its whole suite, workspace package it runs in)
     calls: list[tuple[RunnerCall, list[str] | None, str]] = []
     if task_env.runner is not None:
-        named = {_file_prefix(e) for e in expected}
-        whole_suite = not files or not named <= set(files)
+        if task_env.runner.files_only and whole_suite:
+            result.error = unnamed_tests(task_env.runner, files)
+            return
         # The main call, then the script's other calls that concern these tests (dayjs's runs
         # of its time-zone tests under other TZs): a test fails if it fails in any of them.
         calls = [(task_env.runner, None if whole_suite else files, "")]
@@ -224,9 +230,23 @@ def run_node_tests(
             workspace, files, files_in_patch(task.test_patch), expected, _file_prefix
         )
     if not calls:
-        result.error = ("no test runner found (jest, vitest or mocha) in the project's scripts "
-                        "nor in a workspace package holding the test files")  # fmt: skip
+        result.error = no_runner(project.package)
         return
+    tools = tools_dir(ctx.cache_dir)
+    mounts = [Mount(path=p) for p in [*task_env.ro_paths, tools]]
+    mounts.append(Mount(path=out_dir, writable=True))
+    # V8 reserves far more address space than it uses (each WebAssembly memory reserves
+    # ~10 GB: Node 18's fetch dies with "Out of memory: wasm memory" under an 8 GB
+    # RLIMIT_AS). Memory stays capped by the run's memory cgroup.
+    policy = ctx.policy.model_copy(update={"env": task_env.variables, "limit_address_space": False})
+    if task_env.runner is not None:
+        guarded = [*files_in_patch(task.test_patch), *files]
+        build_log, restored = run_build_steps(
+            ctx, project.package, workspace, files, guarded, mounts, policy, scratch
+        )
+        result.test_infra_reverted += restored
+        if build_log:
+            _write(log_dir / "build_output.txt", build_log)
     originals = list(zip(task.FAIL_TO_PASS + task.PASS_TO_PASS, expected, strict=True))
     merged: JsResults | None = None
     problems: list[str] = []
@@ -238,20 +258,16 @@ def run_node_tests(
         run_dir = out_dir if i == 0 else out_dir / f"call-{i}"
         run_dir.mkdir(exist_ok=True)
         try:
-            argvs.append(command(env.node, workspace, call, call_files, run_dir, package_dir))
+            argvs.append(
+                argv_for(env.node, workspace, call, call_files, run_dir, package_dir, tools)
+            )
         except RunnerError as exc:
             result.error = str(exc)
             return
     for i, (call, _, package_dir) in enumerate(calls):
         run_dir = out_dir if i == 0 else out_dir / f"call-{i}"
         argv = argvs[i]
-        variables = {**task_env.variables, **call.env}
-        mounts = [Mount(path=p) for p in task_env.ro_paths]
-        mounts.append(Mount(path=out_dir, writable=True))
-        # V8 reserves far more address space than it uses (each WebAssembly memory reserves
-        # ~10 GB: Node 18's fetch dies with "Out of memory: wasm memory" under an 8 GB
-        # RLIMIT_AS). Memory stays capped by the run's memory cgroup.
-        policy = ctx.policy.model_copy(update={"env": variables, "limit_address_space": False})
+        call_policy = policy.model_copy(update={"env": {**task_env.variables, **call.env}})
         with ctx.lease() as sandbox:
             sandbox.prepare_workdir(scratch)
             if package_dir:
@@ -264,7 +280,7 @@ def run_node_tests(
                     str(workspace / package_dir),
                     *argv,
                 ]
-            run = sandbox.run(argv, workdir=workspace, mounts=mounts, policy=policy)
+            run = sandbox.run(argv, workdir=workspace, mounts=mounts, policy=call_policy)
         outputs.append(f"$ {' '.join(argv)}\n{run.stdout}\n--- stderr ---\n{run.stderr}")
         if i == 0:
             result.exit_code = run.returncode
@@ -274,15 +290,9 @@ def run_node_tests(
             result.error = f"tests timed out after {ctx.policy.timeout_s:.0f} s"
             return
         js: JsResults | None = None
-        path = run_dir / RESULT_FILES[call.runner]
         try:
             # Read as the package's runner names its files, then named from the root.
-            base = workspace / package_dir
-            js = (
-                parse_jest(path, base)
-                if call.runner == "jest"
-                else parse_junit_js(path, base, call.runner)
-            )
+            js = results_of(call, run_dir, workspace / package_dir)
             js = js.under(package_dir) if package_dir else js
         except JUnitError as exc:
             log.warning("%s: %s", task.instance_id, exc)

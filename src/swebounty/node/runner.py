@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
-from swebounty.envs.node_project import RunnerCall
+from swebounty.envs.node_scripts import RunnerCall
 
 RESULT_FILES = {"jest": "jest.json", "mocha": "mocha.xml", "vitest": "vitest.xml"}
 _PACKAGES = {"jest": ("jest", "jest-cli"), "mocha": ("mocha",), "vitest": ("vitest",)}
@@ -23,18 +24,39 @@ class RunnerError(Exception):
     """The project's test runner is not installed: an environment problem."""
 
 
-def runner_entry(workspace: Path, runner: str, package_dir: str = "") -> tuple[Path, str]:
-    """The runner's JavaScript entry point in `node_modules` and its version: the workspace
-    package's own first (a monorepo's package may pin another version), then the root's."""
+def _manifests(
+    workspace: Path, packages: tuple[str, ...], package_dir: str
+) -> list[tuple[Path, dict[str, Any]]]:
+    """The installed package.json of each of `packages`: the workspace package's own first (a
+    monorepo's package may pin another version), then the root's."""
     homes = [workspace / package_dir, workspace] if package_dir else [workspace]
-    for package, home in [(p, h) for h in homes for p in _PACKAGES[runner]]:
+    found = []
+    for package, home in [(p, h) for h in homes for p in packages]:
         manifest = home / "node_modules" / package / "package.json"
-        if not manifest.is_file():
-            continue
-        data = json.loads(manifest.read_text(encoding="utf-8"))
+        if manifest.is_file():
+            data = json.loads(manifest.read_text(encoding="utf-8"))
+            found.append((manifest, data if isinstance(data, dict) else {}))
+    return found
+
+
+def installed_package(
+    workspace: Path, packages: tuple[str, ...], package_dir: str, runner: str
+) -> tuple[Path, str]:
+    """The real directory of the first of `packages` installed, and its version."""
+    for manifest, data in _manifests(workspace, packages, package_dir):
+        return manifest.parent.resolve(), str(data.get("version", "0"))
+    raise RunnerError(
+        f"{runner} is not installed in the environment's node_modules; the project's "
+        "dependencies do not provide its test runner"
+    )
+
+
+def runner_entry(workspace: Path, runner: str, package_dir: str = "") -> tuple[Path, str]:
+    """The runner's JavaScript entry point in `node_modules` and its version."""
+    for manifest, data in _manifests(workspace, _PACKAGES[runner], package_dir):
         bins = data.get("bin")
         if isinstance(bins, str):
-            bins = {package: bins}
+            bins = {manifest.parent.name: bins}
         for name in _BINS[runner]:
             if isinstance(bins, dict) and name in bins:
                 # Its real path (node runs that anyway): a run that re-points the link does

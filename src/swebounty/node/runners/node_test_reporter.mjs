@@ -1,0 +1,30 @@
+// swebounty's reporter for node's built-in test runner (`node --test`): one JSON line per test
+// that ended, with the names of the tests and suites around it, to the destination the harness
+// names (`--test-reporter-destination`).
+export default async function* swebountyReporter(source) {
+  const stacks = new Map(); // per file: the names of the tests started at each nesting level
+  for await (const event of source) {
+    const data = event.data || {};
+    const file = data.file || '';
+    if (event.type === 'test:start') {
+      const stack = stacks.get(file) || [];
+      stack.length = data.nesting;
+      stack.push(data.name);
+      stacks.set(file, stack);
+      continue;
+    }
+    if (event.type !== 'test:pass' && event.type !== 'test:fail') continue;
+    const details = data.details || {};
+    const error = details.error;
+    if (error && error.failureType === 'subtestsFailed') continue; // its tests say which
+    if (details.type === 'suite' && event.type === 'test:pass') continue;
+    let status = event.type === 'test:pass' ? 'passed' : 'failed';
+    if (data.skip !== undefined || data.todo !== undefined) status = 'skipped';
+    if (details.type === 'suite' || (error && error.failureType === 'hookFailed')) status = 'error';
+    const cause = error && (error.cause || error);
+    const message = cause ? String((cause && (cause.stack || cause.message)) || cause) : '';
+    const ancestors = (stacks.get(file) || []).slice(0, data.nesting).filter((n) => n !== file);
+    yield JSON.stringify({ file: file || null, ancestors, title: data.name, status,
+                           message: message.slice(0, 4000) }) + '\n';
+  }
+}

@@ -1,0 +1,92 @@
+"""How a project's own scripts are read: runners behind npm-run-all, node --test, Jasmine,
+scripts that are programs of the project's own, the build steps before the runner, and which
+test files a test patch of snapshots alone concerns."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from repo_helpers import git_repo
+from swebounty.envs.node_scripts import build_steps, find_runner
+from swebounty.node.prepare import needs_build, no_runner, steps_for
+from swebounty.node.selection import files_to_run, snapshot_owner
+
+
+def _package(deps: tuple[str, ...] = ("mocha",), **scripts: str) -> dict[str, Any]:
+    return {"scripts": scripts, "devDependencies": dict.fromkeys(deps, "*")}
+
+
+def test_runners_behind_npm_run_all_and_node_s_own() -> None:
+    package = _package(test="npm-run-all -s build test:*", build="babel src -d lib",
+                       **{"test:lint": "eslint .", "test:unit": "mocha test/unit",
+                          "test:unit:slow": "mocha test/slow"})  # fmt: skip
+    call = find_runner(package)
+    assert call is not None and (call.runner, call.paths) == ("mocha", ["test/unit"])
+    call = find_runner(_package(test="node --test --test-reporter=spec --import tsx test/"))
+    assert call is not None and call.runner == "nodetest" and call.paths == ["test/"]
+    assert "--test-reporter=spec" not in call.flags and "--import" in call.flags
+    call = find_runner(_package(test="jasmine --config=spec/jasmine.json --random=false"))
+    assert call is not None and call.runner == "jasmine"
+    assert call.flags == ["--config=spec/jasmine.json", "--random=false"]
+
+
+def test_a_script_that_is_a_program_of_the_project_s_own(tmp_path: Path) -> None:
+    git_repo(tmp_path, {"Makefile.js": "exec(`${MOCHA} ${TEST_FILES}`)\n"})
+    package = _package(("mocha", "jest"), test="node Makefile.js test")
+    call = find_runner(package, tmp_path)
+    # The runner its program names, for the test files the harness names, never a suite of
+    # the runner's own choosing.
+    assert call is not None and call.runner == "mocha" and call.files_only
+    assert call.script == "node Makefile.js test"
+    assert find_runner(package) is None  # without the file: two runners, no telling which
+    assert "'node Makefile.js test' runs no test runner" in no_runner(package)
+    # Without a test script at all, the one runner installed runs its suite as it would.
+    plain = find_runner(_package(("mocha",)))
+    assert plain is not None and plain.runner == "mocha" and not plain.files_only
+
+
+def test_build_steps_are_what_npm_test_runs_first() -> None:
+    assert build_steps(_package(pretest="npm run lint && npm run build", test="mocha",
+                                lint="eslint .", build="tsc")) == ["npm run build"]  # fmt: skip
+    steps = build_steps(_package(test="tsc --noEmit && npm run build && nyc mocha", build="x"))
+    assert steps == ["npm run build"]
+    assert build_steps(_package(test="rollup -c && mocha test/")) == ["rollup -c"]
+    assert build_steps(_package(test="npm-run-all build test:*", build="babel src -d lib",
+                                **{"test:unit": "mocha"})) == ["npm run build"]  # fmt: skip
+    assert build_steps(_package(test="mocha && npm run build", build="x")) == []
+
+
+def test_a_build_the_tests_import(tmp_path: Path) -> None:
+    git_repo(tmp_path, {"src/lib.js": "x", "test/a.test.js": "const a = require('../build/lib')\n",
+                        "test/b.test.js": "import b from '../src/lib.js'\n"})  # fmt: skip
+    package = _package(test="mocha", build="node build.js")
+    assert needs_build(package, tmp_path, ["test/a.test.js"])
+    assert not needs_build(package, tmp_path, ["test/b.test.js"])
+    assert needs_build({**package, "main": "dist/index.js"}, tmp_path, [])
+    assert steps_for(package, tmp_path, ["test/a.test.js"]) == ["npm run build"]
+    assert steps_for(_package(test="mocha"), tmp_path, ["test/a.test.js"]) == []  # no build
+
+
+def test_a_test_patch_of_snapshots_runs_the_files_they_belong_to(tmp_path: Path) -> None:
+    git_repo(tmp_path, {"src/a.test.js": "", "src/__snapshots__/a.test.js.snap": "",
+                        "test/b.test.js": ""})  # fmt: skip
+    assert snapshot_owner("src/__snapshots__/a.test.js.snap") == "src/a.test.js"
+    assert snapshot_owner("__snapshots__/a.test.ts.snap") == "a.test.ts"
+    assert snapshot_owner("src/a.test.js") is None
+    patch = (
+        "diff --git a/src/__snapshots__/a.test.js.snap b/src/__snapshots__/a.test.js.snap\n"
+        "--- a/src/__snapshots__/a.test.js.snap\n+++ b/src/__snapshots__/a.test.js.snap\n"
+    )
+
+    def file_of(test_id: str) -> str:
+        return test_id.split(":")[0] if ".js" in test_id else ""
+
+    ids = ["src/a.test.js:renders", "test/b.test.js"]
+    assert files_to_run(tmp_path, [], patch, ids, file_of) == (
+        ["src/a.test.js", "test/b.test.js"],
+        False,
+    )
+    # An id that names no file (a Mocha full title), or a file not in the checkout: the suite.
+    assert files_to_run(tmp_path, [], patch, ["renders a thing"], file_of)[1]
+    assert files_to_run(tmp_path, [], patch, ["lib/gone.test.js:x"], file_of)[1]
