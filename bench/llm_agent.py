@@ -1,4 +1,4 @@
-"""A real open-weight model end to end: SmolLM2-135M served by llama-cpp-python, `run --agent llm`.
+"""A real open-weight model end to end: SmolLM2-135M served by llama-cpp-python, `run --agent`.
 
 Not part of CI: llama-cpp-python has no prebuilt CPU wheel on PyPI, so installing it builds
 llama.cpp from source (about 20 minutes on 2 cores). Install it beside the project, once:
@@ -13,6 +13,10 @@ against it (offline: the weights are local files, hashed into the run's provenan
 the store and prints, per attempt, how it ended, model calls, tool calls, tokens and seconds,
 with the verdict (JSON in bench/results/llm_agent.json). A model this small is not expected to
 solve anything; the point is that the whole loop runs on open weights, offline.
+
+`--agent mini-swe-agent` runs the named agent instead (its PyPI release installed into its own
+environment under the cache, unchanged, behind the model proxy): model calls are then the
+proxy's records, tool calls the `bash` calls in its own trajectory.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 from rich.console import Console
@@ -80,6 +85,34 @@ def start_server(server_python: str, gguf: Path, port: int, log: Path) -> subpro
     raise SystemExit(f"the model server did not answer within 180 s; see {log}")
 
 
+def agent_options(args: argparse.Namespace) -> list[str]:
+    if args.agent == "llm":
+        return ["--max-steps", str(args.max_steps),
+                "--option", f"max_output_tokens={args.max_output_tokens}",
+                *(["--option", f"tool_choice={json.dumps(FORCE_BASH)}"] if args.force_bash
+                  else [])]  # fmt: skip
+    kwargs: dict[str, object] = {"max_tokens": args.max_output_tokens}
+    if args.force_bash:
+        kwargs["tool_choice"] = FORCE_BASH
+    settings = {"step_limit": args.max_steps, "overrides": {"model": {"model_kwargs": kwargs}}}
+    return ["--option", f"settings={json.dumps(settings)}"]
+
+
+def counts(trajectory: list[dict[str, Any]]) -> tuple[int, int]:
+    """(model calls, tool calls) of an attempt, from the llm loop's events or the proxy's
+    records and the installed agent's own messages."""
+    if any(e["type"] == "model" for e in trajectory):
+        return (sum(e["type"] == "model" for e in trajectory),
+                sum(e["type"] == "tool" for e in trajectory))  # fmt: skip
+    calls = sum(e["type"] == "model_request" and "tokens_in" in e for e in trajectory)
+    tools = sum(
+        len(e["message"].get("tool_calls") or [])
+        for e in trajectory
+        if e["type"] == "agent_trajectory" and isinstance(e.get("message"), dict)
+    )
+    return calls, tools
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--server-python", required=True, help="python with llama-cpp-python")
@@ -91,11 +124,16 @@ def main() -> None:
     parser.add_argument(
         "--force-bash", action="store_true", help="force every answer to be a bash tool call"
     )
-    parser.add_argument("--json", type=Path, default=RESULTS / "llm_agent.json")
+    parser.add_argument("--agent", choices=("llm", "mini-swe-agent"), default="llm")
+    parser.add_argument("--cache-dir", type=Path, default=Path("~/.cache/swebounty").expanduser())
+    parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
+    suffix = "" if args.agent == "llm" else "_" + args.agent.replace("-", "_")
+    args.json = args.json or RESULTS / f"llm_agent{suffix}.json"
+    run_id = f"bench-smollm2{suffix.replace('_', '-')}"
 
     work = Path(tempfile.mkdtemp(prefix="swebounty-llm-bench-"))
-    cache = Path("~/.cache/swebounty").expanduser()
+    cache = args.cache_dir
     _, tasks = build_demo(cache / "demo")
     ids = [t.instance_id for t in tasks[: args.tasks]]
     gguf = gguf_path(args.server_python)
@@ -104,13 +142,11 @@ def main() -> None:
     console.print(f"serving {gguf.name} on 127.0.0.1:{port} (log: {log})")
     server = start_server(args.server_python, gguf, port, log)
     runs = work / "runs"
-    argv = [sys.executable, "-m", "swebounty", "run", "--demo", "--agent", "llm",
+    argv = [sys.executable, "-m", "swebounty", "run", "--demo", "--agent", args.agent,
             "--model", MODEL, "--base-url", f"http://127.0.0.1:{port}/v1",
             "--weights", str(gguf), "--attempts", str(args.attempts),
-            "--max-steps", str(args.max_steps), "--time-limit", str(args.time_limit),
-            "--option", f"max_output_tokens={args.max_output_tokens}",
-            *(["--option", f"tool_choice={json.dumps(FORCE_BASH)}"] if args.force_bash else []),
-            "--run-id", "bench-smollm2", "--runs-dir", str(runs), "--cache-dir", str(cache),
+            "--time-limit", str(args.time_limit), *agent_options(args),
+            "--run-id", run_id, "--runs-dir", str(runs), "--cache-dir", str(cache),
             *[x for i in ids for x in ("-i", i)]]  # fmt: skip
     start = time.monotonic()
     try:
@@ -123,17 +159,17 @@ def main() -> None:
         raise SystemExit(f"swebounty run failed ({proc.returncode})")
 
     with Store.open(runs / "runs.sqlite") as store:
-        attempts = store.attempts("bench-smollm2", trajectories=True)
-        verdicts = {(v.instance_id, v.attempt): v for v in store.verdicts("bench-smollm2")}
-        provenance = store.provenance("bench-smollm2") or {}
-    table = Table(title=f"{MODEL} (llama-cpp-python, CPU) on the demo: {wall:.0f} s")
+        attempts = store.attempts(run_id, trajectories=True)
+        verdicts = {(v.instance_id, v.attempt): v for v in store.verdicts(run_id)}
+        provenance = store.provenance(run_id) or {}
+    title = f"{args.agent} with {MODEL} (llama-cpp-python, CPU) on the demo: {wall:.0f} s"
+    table = Table(title=title)
     for col in ("task", "try", "agent", "model calls", "tool calls", "tokens in/out",
                 "agent s", "verdict"):  # fmt: skip
         table.add_column(col)
     rows = []
     for a in attempts:
-        calls = sum(e["type"] == "model" for e in a.trajectory)
-        tools = sum(e["type"] == "tool" for e in a.trajectory)
+        calls, tools = counts(a.trajectory)
         v = verdicts[a.instance_id, a.attempt]
         rows.append({"task": a.instance_id, "attempt": a.attempt, "status": a.status,
                      "stop_reason": a.stop_reason, "model_calls": calls, "tool_calls": tools,
@@ -150,7 +186,7 @@ def main() -> None:
         f" · {len(attempts)} attempts stored, {len(verdicts)} verdicts"
     )
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    result = {"model": MODEL, "gguf": str(gguf), "wall_seconds": wall}
+    result = {"agent": args.agent, "model": MODEL, "gguf": str(gguf), "wall_seconds": wall}
     result.update(provenance=provenance, attempts=rows)
     args.json.write_text(json.dumps(result, indent=2))
     console.print(f"JSON: {args.json}")

@@ -22,6 +22,7 @@ AGENTS = {
     "llm": "swebounty.agents.llm:LLMAgent",
     # Open-source agents, installed from PyPI into an environment of their own (installed.py)
     "mini-swe-agent": "swebounty.agents.mini_swe_agent:MiniSweAgent",
+    "aider": "swebounty.agents.aider:AiderAgent",
 }
 
 

@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 from swebounty.tasks import Task
 
 # Agents whose whole code is this (open) project's; a command agent must say where its code is.
-OPEN_AGENTS = {"llm", "mini-swe-agent"}
+OPEN_AGENTS = {"llm", "mini-swe-agent", "aider"}
 
 
 class WeightFile(BaseModel):

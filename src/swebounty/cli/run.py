@@ -37,8 +37,8 @@ if TYPE_CHECKING:
     from swebounty.verdicts import Verdict
 
 AGENT_HELP = (
-    "gold, predictions, command, llm, mini-swe-agent (installed from PyPI), or a dotted path "
-    "to an Agent class"
+    "gold, predictions, command, llm, mini-swe-agent or aider (installed from PyPI), or a "
+    "dotted path to an Agent class"
 )
 
 
