@@ -42,10 +42,10 @@ def _script(tmp_path: Path, body: str) -> Path:
     return path
 
 
-def test_the_readme_example_agent_resolves_a_task(demo: Demo, tmp_path: Path) -> None:
+def test_the_guides_example_agent_resolves_a_task(demo: Demo, tmp_path: Path) -> None:
     task = demo.task(1)
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
-    assert EXAMPLE.read_text().split("\n", 1)[1] in readme  # the README shows this very file
+    guide = (Path(__file__).parents[1] / "docs" / "guides" / "agents.md").read_text()
+    assert EXAMPLE.read_text().split("\n", 1)[1] in guide  # the guide shows this very file
     answer = text(f"Here is the fix:\n```diff\n{task.patch}```\n")
     with FakeOpenAI([answer]) as fake:
         agent = create_agent(
