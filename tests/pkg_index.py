@@ -96,9 +96,12 @@ class PackageIndex:
         filename: str | None = None,
         requires: list[str] | None = None,
         setup_py: str | None = None,
+        buildable: bool = False,
     ) -> str:
         """A setuptools source distribution; `filename` may be an old, non-normalized one
-        (`Old.Name-1.0.tar.gz`). Returns its file name."""
+        (`Old.Name-1.0.tar.gz`). With `buildable`, it builds here without setuptools (an
+        in-tree PEP 517 backend that needs nothing from the index) into a wheel of one module
+        named after the project. Returns its file name."""
         filename = filename or f"{canonicalize_name(name).replace('-', '_')}-{version}.tar.gz"
         top = filename.removesuffix(".tar.gz").removesuffix(".tar.bz2")
         setup = setup_py or (
@@ -107,15 +110,29 @@ class PackageIndex:
             f"install_requires={requires or []!r})\n"
         )
         pkg_info = _metadata(name, version, requires or [], None)
+        members = {"setup.py": setup, "PKG-INFO": pkg_info}
+        if buildable:
+            members["pyproject.toml"] = (
+                '[build-system]\nrequires = []\nbuild-backend = "tinybackend"\n'
+                'backend-path = ["."]\n'
+            )
+            members["tinybackend.py"] = TINY_BACKEND.format(
+                dist=canonicalize_name(name).replace("-", "_"), meta=pkg_info
+            )
         buf = io.BytesIO()
         mode = "w:bz2" if filename.endswith(".bz2") else "w:gz"
         with tarfile.open(fileobj=buf, mode=mode) as tf:  # type: ignore[call-overload]
-            for path, text in {"setup.py": setup, "PKG-INFO": pkg_info}.items():
+            for path, text in members.items():
                 data = text.encode()
                 member = tarfile.TarInfo(f"{top}/{path}")
                 member.size = len(data)
                 tf.addfile(member, io.BytesIO(data))
         self._add(name, filename, buf.getvalue(), uploaded, None)
+        return filename
+
+    def raw(self, name: str, filename: str, data: bytes, *, uploaded: datetime) -> str:
+        """A file of any content (an unreadable archive, say)."""
+        self._add(name, filename, data, uploaded, None)
         return filename
 
     def _add(
@@ -205,6 +222,38 @@ class PackageIndex:
             f'<a href="{r["url"]}#sha256={r["hashes"]["sha256"]}">{r["filename"]}</a>\n'
             for r in rows
         )
+
+
+# A PEP 517 backend that builds, with the standard library only, a wheel holding one module.
+TINY_BACKEND = """
+import base64, hashlib, os, zipfile
+
+META = {meta!r}
+VERSION = [l.split(": ", 1)[1] for l in META.splitlines() if l.startswith("Version: ")][0]
+
+
+def _record(items):
+    rows = []
+    for path, data in items:
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        rows.append(f"{{path}},sha256={{digest}},{{len(data)}}")
+    return "\\n".join(rows) + "\\n"
+
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    info = "{dist}-" + VERSION + ".dist-info"
+    items = [
+        ("{dist}.py", b"BUILT = True\\n"),
+        (info + "/METADATA", META.encode()),
+        (info + "/WHEEL", b"Wheel-Version: 1.0\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n"),
+    ]
+    items.append((info + "/RECORD", (_record(items) + info + "/RECORD,,\\n").encode()))
+    name = "{dist}-" + VERSION + "-py3-none-any.whl"
+    with zipfile.ZipFile(os.path.join(wheel_directory, name), "w") as zf:
+        for path, data in items:
+            zf.writestr(path, data)
+    return name
+"""
 
 
 def _metadata(name: str, version: str, requires: list[str], requires_python: str | None) -> str:

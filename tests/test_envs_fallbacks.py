@@ -208,8 +208,8 @@ def test_a_small_sdist_is_built_rather_than_moving_to_an_older_python(
 ) -> None:
     """markupsafe 1.1.1 had no wheels for Python 3.9 yet; moving sphinx 3.5 to 3.8 for it
     skipped the tests that need 3.9. A big one (numpy) still moves the build."""
-    from swebounty.envs.resolve import wheels_only_older
     from swebounty.envs.steps import Uv
+    from swebounty.envs.wheels import wheels_only_older
 
     found = discover()
     if len(found) < 2:

@@ -5,6 +5,7 @@ network, and the same answer every time.
 
 from __future__ import annotations
 
+import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 
 from pkg_index import PackageIndex, used_by_uv
 from repo_helpers import git_repo
-from swebounty.envs import DepSet, EnvBuildError, EnvManager, ResolvedSpec, metadata, prune
+from swebounty.envs import DepSet, EnvBuildError, EnvManager, ResolvedSpec, metadata, prune, sdists
 from swebounty.envs.failures import StepFailed, advice
 from swebounty.envs.interpreters import Interpreter, discover
 from swebounty.envs.project import plan_deps, read_project
@@ -46,11 +47,12 @@ def spec(newest: Interpreter, older: Interpreter, plans: list[DepSet]) -> Resolv
 
 
 def test_a_refused_sdist_name_tries_an_older_interpreter_not_a_pin(tmp_path: Path) -> None:
-    """uv refuses `.tar.bz2` sdists (not PEP 625). That is no conflict a pin could fix: the
-    older interpreter, which has a wheel of the time, builds the environment."""
+    """uv refuses `.tar.bz2` sdists (not PEP 625). That is no conflict a pin could fix: when
+    the archive cannot be repacked either, the older interpreter, which has a wheel of the
+    time, builds the environment."""
     newest, older = two_interpreters()
     index = PackageIndex(tmp_path / "index")
-    index.sdist("oldpkg", "1.0", uploaded=OLD, filename="oldpkg-1.0.tar.bz2")
+    index.raw("oldpkg", "oldpkg-1.0.tar.bz2", b"not an archive", uploaded=OLD)
     index.wheel("oldpkg", "1.0", uploaded=OLD, tag=cp_tag(older))
     index.wheel("six", "1.15.0", uploaded=OLD)
     ws = git_repo(tmp_path / "ws", {"README": "x\n"})
@@ -68,7 +70,7 @@ def test_a_refused_sdist_name_tries_an_older_interpreter_not_a_pin(tmp_path: Pat
 def test_a_refused_sdist_on_every_interpreter_drops_that_line_alone(tmp_path: Path) -> None:
     newest, older = two_interpreters()
     index = PackageIndex(tmp_path / "index")
-    index.sdist("oldpkg", "1.0", uploaded=OLD, filename="oldpkg-1.0.tar.bz2")
+    index.raw("oldpkg", "oldpkg-1.0.tar.bz2", b"not an archive", uploaded=OLD)
     index.wheel("needsold", "1.0", uploaded=OLD, requires=["oldpkg"])
     index.wheel("six", "1.15.0", uploaded=OLD)
     ws = git_repo(tmp_path / "ws", {"README": "x\n"})
@@ -90,6 +92,28 @@ def test_a_refused_sdist_on_every_interpreter_drops_that_line_alone(tmp_path: Pa
     first = str(error).splitlines()[0]
     assert "oldpkg has only source distributions whose file names uv refuses" in first
     assert advice("sdist") in str(error) and "pin" not in advice("sdist")
+
+
+def test_a_refused_sdist_is_repacked_and_builds_on_the_newest_interpreter(tmp_path: Path) -> None:
+    """The release of the time exists only as `.tar.bz2`: repacked as `.tar.gz`, it resolves,
+    builds and installs on the newest interpreter, from the lock again after a prune."""
+    newest, older = two_interpreters()
+    index = PackageIndex(tmp_path / "index")
+    index.sdist("oldpkg", "1.0", uploaded=OLD, filename="oldpkg-1.0.tar.bz2", buildable=True)
+    index.sdist("oldpkg", "2.0", uploaded=datetime(2022, 1, 1, tzinfo=UTC), buildable=True)
+    ws = git_repo(tmp_path / "ws", {"README": "x\n"})
+    plans = [DepSet(label="tests", lines=["oldpkg"])]
+    with used_by_uv(index, tmp_path / "uv-cache"):
+        manager = EnvManager(tmp_path / "cache")
+        env = manager.ensure(spec(newest, older, plans), ws)
+        assert env.interpreter == newest.version and "oldpkg==1.0" in env.lock
+        assert "oldpkg's .tar.bz2/.tgz sdists repacked as .tar.gz" in "\n".join(env.why)
+        ran = subprocess.run([str(env.python), "-c", "import oldpkg; print(oldpkg.BUILT)"])
+        assert ran.returncode == 0
+        manager.prune(keep_keys=set())  # the environment goes; its lock brings it back
+        again = EnvManager(tmp_path / "cache").ensure(spec(newest, older, plans), ws)
+    assert again.key == env.key
+    assert subprocess.run([str(again.python), "-c", "import oldpkg"]).returncode == 0
 
 
 def test_a_line_nothing_satisfies_is_dropped_alone_and_the_plan_kept(tmp_path: Path) -> None:
@@ -258,3 +282,26 @@ def test_pytest_plugins_come_from_the_era_of_the_pytest_the_environment_gets(
         env.why
     )
     assert "pytest-thing==2.0" in fresh.lock and "pytest==6.0.0" in fresh.lock  # current: as is
+
+
+def test_a_repack_keeps_plain_members_and_drops_what_could_leave_the_archive() -> None:
+    import io
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:bz2") as tf:
+        for name, kind in [("p-1.0/setup.py", tarfile.REGTYPE), ("p-1.0/sub", tarfile.DIRTYPE),
+                           ("../evil.py", tarfile.REGTYPE), ("/abs.py", tarfile.REGTYPE),
+                           ("p-1.0/link", tarfile.SYMTYPE)]:  # fmt: skip
+            member = tarfile.TarInfo(name)
+            member.type = kind
+            data = b"x = 1\n" if kind == tarfile.REGTYPE else b""
+            member.size = len(data)
+            if kind == tarfile.SYMTYPE:
+                member.linkname = "/etc/passwd"
+            tf.addfile(member, io.BytesIO(data) if data else None)
+    repacked = sdists.regzip(buf.getvalue())
+    with tarfile.open(fileobj=io.BytesIO(repacked), mode="r:gz") as tf:
+        assert tf.getnames() == ["p-1.0/setup.py", "p-1.0/sub"]
+        handle = tf.extractfile("p-1.0/setup.py")
+        assert handle is not None and handle.read() == b"x = 1\n"

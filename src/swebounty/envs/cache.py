@@ -6,6 +6,7 @@
                                  the project installs), meta/ (its captured metadata),
                                  build.log, failed.json when the build failed
     CACHE/locks/<key>.lock       flock files: one builder per spec and per environment
+    CACHE/sdists/                old .tar.bz2/.tgz sdists repacked as .tar.gz (sdists.py)
 
 An env_key hashes the interpreter and the lock, so specs that resolve to the same packages share
 one environment. `ready.json` is written last: a directory without it is a build that died and

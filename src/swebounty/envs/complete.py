@@ -105,7 +105,12 @@ def complete(builder: Builder, env: Environment, modules: list[str], workspace: 
         if interp is None:
             return False
         log_path = sdir / "complete.log"
-        uvr = Uv(builder.uv_bin, log_path, offline=builder.offline)
+        uvr = Uv(
+            builder.uv_bin,
+            log_path,
+            offline=builder.offline,
+            sdist_dir=builder.cache.root / "sdists",
+        )
         at = record.get("cutoff")
         cutoff = datetime.fromisoformat(at) if at else spec.cutoff
         why: list[str] = []

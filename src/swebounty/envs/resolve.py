@@ -14,7 +14,7 @@ Two more rules, each in its own module: a plan line nothing at the cutoff satisf
 its own, is dropped alone (prune.py); pytest plugins are taken as of the pinned pytest's time
 when it was superseded before the cutoff (plugins.py). Releases with metadata uv cannot parse
 are repaired by `steps.Uv.compile` (metadata.py).
-Also here: the check for packages that have wheels for an older interpreter only.
+The check for packages that have wheels for an older interpreter only is wheels.py's.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from swebounty.envs.companions import import_roots, is_companion
 from swebounty.envs.failures import StepFailed
 from swebounty.envs.interpreters import Interpreter, first_release
 from swebounty.envs.models import BASE_PACKAGES, DepSet, ResolvedSpec
-from swebounty.envs.releases import first_release_after, newest_release_before, sdist_size
-from swebounty.envs.steps import Uv, no_wheels, pinned, strip_project, with_allowances
+from swebounty.envs.releases import first_release_after, newest_release_before
+from swebounty.envs.steps import Uv, pinned, strip_project, with_allowances
 
 # A resolution that keeps finding newly yanked or unreleased packages stops after this many
 # rounds of exceptions.
@@ -43,9 +43,6 @@ MAX_ROUNDS = 5 + prune.MAX_DROPS
 # once the tools had caught up with it. Not sooner: setuptools 34-35 (early 2017) imported a
 # top-level `six`, and a 2012 project's vendored six, registered as `six.moves`, broke them.
 TOOLS_GRACE = timedelta(days=365)
-# Packages whose source distribution is at most this big are built from source rather than
-# sending the build to an older interpreter that has wheels for them (numpy's is ~5-20 MB).
-SMALL_SDIST = 1 << 20
 
 
 class Resolution(NamedTuple):
@@ -334,37 +331,3 @@ def unreleased(
         if found:
             later[name] = found[1] + timedelta(seconds=1)
     return later
-
-
-def wheels_only_older(
-    uvr: Uv,
-    interp: Interpreter,
-    older: list[Interpreter],
-    lock: str,
-    cutoff: datetime | None,
-    tmp: Path,
-    allow: dict[str, datetime] | None = None,
-) -> list[str]:
-    """Packages of `lock` with no wheel for `interp` but one for the next older interpreter
-    (binary-only resolves of exact pins: ~0.1 s each, no download)."""
-    if not older:
-        return []
-    missing = no_wheels(uvr, interp.executable, lock.splitlines(), cutoff, tmp, allow)
-    if not missing:
-        return []
-    pins = [p for p in lock.splitlines() if canonicalize_name(p.split("==")[0]) in missing]
-    older_missing = no_wheels(uvr, older[0].executable, pins, cutoff, tmp, allow)
-    only_older = sorted(set(missing) - set(older_missing))
-    if uvr.offline:
-        return only_older
-    # A small source distribution builds in seconds (markupsafe 1.1.1 had no wheels for 3.9
-    # yet; moving sphinx 3.5 to 3.8 for it skipped its 3.9-only tests): it is built here,
-    # and if it does fail, the build failure moves to the next interpreter anyway.
-    versions = {
-        str(canonicalize_name(p.split("==")[0])): p.split("==")[1] for p in pins if "==" in p
-    }
-    return [
-        name
-        for name in only_older
-        if (size := sdist_size(name, versions.get(name, "0"))) is None or size > SMALL_SDIST
-    ]

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from swebounty.envs import metadata
+from swebounty.envs import metadata, sdists
 from swebounty.envs.failures import StepFailed, classify
 from swebounty.envs.releases import newest_release_before
 
@@ -50,8 +50,6 @@ _PASS_THROUGH = {
     "UV_DEFAULT_INDEX",
 }
 
-_NO_WHEELS = re.compile(r"Because ([A-Za-z0-9][A-Za-z0-9._-]*)==\S+ has no usable wheels")
-
 
 def isolated_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment every build command runs in."""
@@ -75,12 +73,23 @@ def isolated_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 class Uv:
     """Runs uv for one build, appending everything it prints to one log file."""
 
-    def __init__(self, binary: Path, log_path: Path, *, offline: bool = False) -> None:
+    def __init__(
+        self,
+        binary: Path,
+        log_path: Path,
+        *,
+        offline: bool = False,
+        sdist_dir: Path | None = None,
+    ) -> None:
         self.binary = binary
         self.log_path = log_path
         self.offline = offline
         # Releases whose metadata uv found invalid (metadata.py), repaired or not repairable.
         self.repairs: dict[tuple[str, str], metadata.Repair | None] = {}
+        # Old sdists uv refuses by name, repacked into `sdist_dir` (sdists.py): name -> the
+        # newest version repacked, None when nothing could be.
+        self.sdist_dir = sdist_dir
+        self.repacked: dict[str, str | None] = {}
 
     def run(
         self,
@@ -107,9 +116,33 @@ class Uv:
             return run_logged(step, argv, self.log_path, cwd=cwd, env=env, stderr=stderr)
 
     def repaired(self, lock: str) -> list[str]:
-        """What was repaired in the metadata of releases `lock` pins, in words."""
+        """What was repaired in the metadata (or the sdist's name) of releases `lock` pins."""
         pins = {(canonicalize_name(p.split("==")[0]), p.split("==")[1]) for p in _pins(lock)}
-        return [r.describe() for key, r in self.repairs.items() if r and key in pins]
+        said = [r.describe() for key, r in self.repairs.items() if r and key in pins]
+        names = {name for name, _ in pins}
+        return said + [
+            f"{n}'s .tar.bz2/.tgz sdists repacked as .tar.gz (uv refuses their names)"
+            for n, v in self.repacked.items()
+            if v and n in names
+        ]
+
+    def find_links(self) -> list[str]:
+        """`--find-links` of the repacked sdists, when there are any."""
+        folder = self.sdist_dir
+        if folder is None or not folder.is_dir() or not any(folder.glob("*.tar.gz")):
+            return []
+        return ["--find-links", str(folder)]
+
+    def _repack(self, failed: StepFailed, cutoff: datetime | None) -> bool:
+        """Repack the sdists `failed` says uv refused; whether that gave uv anything new."""
+        name = failed.package
+        if failed.kind != "sdist" or not name or self.offline or self.sdist_dir is None:
+            return False
+        name = str(canonicalize_name(name.split("==")[0]))
+        if name in self.repacked:
+            return False
+        self.repacked[name] = sdists.repack(name, cutoff, self.sdist_dir)
+        return self.repacked[name] is not None
 
     def _metadata_args(self) -> list[str]:
         fixed = [r for r in self.repairs.values() if r is not None]
@@ -139,7 +172,7 @@ class Uv:
         args = ["pip", "compile", "--quiet", "--no-header"]
         args += ["--annotation-style", "line"] if annotate else ["--no-annotate"]
         args += ["--python", str(python)]
-        args += _cutoff_args(cutoff, allow)
+        args += cutoff_args(cutoff, allow)
         keep = era_build_tools(tools_cutoff or cutoff, self.offline) + (constraints or [])
         if keep:
             path = requirements.with_name("era-constraints.txt")
@@ -158,7 +191,7 @@ class Uv:
             try:
                 out = self.run(
                     "resolve dependencies",
-                    [*args[:-1], *self._metadata_args(), args[-1]],
+                    [*args[:-1], *self._metadata_args(), *self.find_links(), args[-1]],
                     cwd=cwd,
                     env=env,
                     stderr=warnings,
@@ -171,9 +204,10 @@ class Uv:
                 fixed = None if self.offline else metadata.repair(name, version)
                 self.repairs[(name, version)] = fixed
             if not any(self.repairs.get(r) for r in new):
-                if failed is not None:
+                if failed is not None and not self._repack(failed, cutoff):
                     raise failed
-                return out
+                if failed is None:
+                    return out
 
     def venv(self, python: Path, path: Path) -> None:
         self.run("create venv", ["venv", "--quiet", "--python", str(python), str(path)])
@@ -192,7 +226,8 @@ class Uv:
         # uv's compile step needs py_compile.PycInvalidationMode (3.7+); 3.6 uses compileall.
         if minor >= (3, 7):
             args.append("--compile-bytecode")
-        self.run("install dependencies", [*args, *_cutoff_args(cutoff, allow), "-r", str(lock)])
+        args += [*cutoff_args(cutoff, allow), *self.find_links()]
+        self.run("install dependencies", [*args, "-r", str(lock)])
         if minor < (3, 7):
             site = venv_python.parent.parent / "lib" / "python{}.{}".format(*minor)
             # A file of Python 2 syntax in some package fails compileall; the rest is compiled.
@@ -218,7 +253,7 @@ def _stamp(when: datetime) -> str:
     return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _cutoff_args(cutoff: datetime | None, allow: dict[str, datetime] | None = None) -> list[str]:
+def cutoff_args(cutoff: datetime | None, allow: dict[str, datetime] | None = None) -> list[str]:
     if cutoff is None:
         return []
     args = ["--exclude-newer", _stamp(cutoff)]
@@ -266,7 +301,7 @@ def _newest_tool(name: str, cutoff: datetime) -> str | None:
 
 def era_build_tools(cutoff: datetime | None, offline: bool) -> list[str]:
     """Constraints keeping the environment's setuptools and wheel the cutoff's own, when
-    `_cutoff_args` lets build environments have newer ones."""
+    `cutoff_args` lets build environments have newer ones."""
     if cutoff is None or cutoff >= SETUPTOOLS_FALLBACK_SINCE:
         return []
     keep = []
@@ -326,36 +361,6 @@ def log_tail(log_path: Path, lines: int = 25) -> str:
     except OSError:
         return "(no build log)"
     return "\n".join(text.rstrip().splitlines()[-lines:])
-
-
-def no_wheels(
-    uvr: Uv,
-    python: Path,
-    pins: list[str],
-    cutoff: datetime | None,
-    tmp: Path,
-    allow: dict[str, datetime] | None = None,
-) -> list[str]:
-    """Names among exact `pins` that have no wheel for `python` (uv would build them from
-    source). Binary-only, no-deps resolves of exact pins: ~0.1 s each, no download."""
-    missing: list[str] = []
-    remaining = [p for p in pins if p.strip() and not p.startswith("#")]
-    for _ in range(30):
-        req = tmp / "wheels.in"
-        req.write_text("\n".join(remaining) + "\n", encoding="utf-8")
-        args = ["pip", "compile", "--quiet", "--no-deps", "--only-binary", ":all:"]
-        args += ["--python", str(python), *_cutoff_args(cutoff, allow), str(req)]
-        try:
-            uvr.run("check wheels", args, cwd=tmp)
-            return missing
-        except StepFailed as exc:
-            m = _NO_WHEELS.search(exc.output)
-            if not m:
-                return missing
-            name = canonicalize_name(m.group(1))
-            missing.append(name)
-            remaining = [p for p in remaining if canonicalize_name(p.split("==")[0]) != name]
-    return missing
 
 
 def _pins(lock: str) -> list[str]:
