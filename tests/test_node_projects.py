@@ -119,6 +119,14 @@ def test_a_build_step_the_tests_need(cache: Path, tmp_path: Path) -> None:
                    ["test/add.test.js:add adds"], [])  # fmt: skip
     gold, _ = _both(task, cache, tmp_path)
     assert "$ npm run build" in (Path(gold.log_dir or "") / "build_output.txt").read_text()
+    # The same tree again (a rerun): the kept build is copied in, not built again.
+    ctx = EvalContext.create(
+        cache_dir=cache, runs_dir=tmp_path / "runs", repos_dir=tmp_path / "repos"
+    )
+    sub = Submission(instance_id=task.instance_id, model_patch=task.patch)
+    again = evaluate_one(task, sub, ctx, tmp_path / "runs" / "again")
+    assert again.status == "resolved", again.reason
+    assert "1 file(s) reused" in (tmp_path / "runs" / "again" / "build_output.txt").read_text()
 
 
 def test_a_test_patch_of_a_snapshot_alone(cache: Path, tmp_path: Path) -> None:

@@ -90,3 +90,22 @@ def test_a_test_patch_of_snapshots_runs_the_files_they_belong_to(tmp_path: Path)
     # An id that names no file (a Mocha full title), or a file not in the checkout: the suite.
     assert files_to_run(tmp_path, [], patch, ["renders a thing"], file_of)[1]
     assert files_to_run(tmp_path, [], patch, ["lib/gone.test.js:x"], file_of)[1]
+
+
+def test_a_build_is_kept_per_tree_and_reused(tmp_path: Path) -> None:
+    from swebounty.node.buildcache import keep, listing, restore
+
+    ws = git_repo(tmp_path / "ws", {"src/a.js": "a\n", "test/a.test.js": "t\n"})
+    before = listing(ws)
+    (ws / "build").mkdir()
+    (ws / "build" / "a.js").write_text("built\n")
+    (ws / "build" / "link.js").symlink_to("/etc/passwd")  # never kept: not a regular file
+    (ws / "node_modules").mkdir()
+    (ws / "node_modules" / "x.js").write_text("not the build's")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    assert keep(cache, "k", ws, before) == 1
+    other = git_repo(tmp_path / "other", {"src/a.js": "a\n"})
+    assert restore(cache, "k", other) == 1
+    assert (other / "build" / "a.js").read_text() == "built\n"
+    assert restore(cache, "unknown", other) is None

@@ -241,8 +241,10 @@ def run_node_tests(
     policy = ctx.policy.model_copy(update={"env": task_env.variables, "limit_address_space": False})
     if task_env.runner is not None:
         guarded = [*files_in_patch(task.test_patch), *files]
+        variables = json.dumps(extra_env, sort_keys=True)  # the task's own (PATH names the run)
+        tree = "\0".join([task.base_commit, env.key, variables, patch, task.test_patch])
         build_log, restored = run_build_steps(
-            ctx, project.package, workspace, files, guarded, mounts, policy, scratch
+            ctx, project.package, workspace, files, guarded, mounts, policy, scratch, tree
         )
         result.test_infra_reverted += restored
         if build_log:

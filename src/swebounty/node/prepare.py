@@ -19,6 +19,7 @@ from typing import Any
 
 from swebounty import safefs
 from swebounty.envs.node_scripts import RunnerCall, build_steps, test_script
+from swebounty.node.buildcache import build_key, keep, listing, restore
 from swebounty.sandbox.base import Mount, Policy
 
 log = logging.getLogger(__name__)
@@ -80,14 +81,21 @@ def run_build_steps(
     mounts: list[Mount],
     policy: Policy,
     scratch: Path,
+    tree: str,
 ) -> tuple[str, list[str]]:
     """Run the build steps in the sandbox: (their log, the `guarded` files a step changed and
-    that were put back as they were)."""
+    that were put back as they were). `tree`: what the workspace's files are a function of
+    (base commit, patches, environment): the same tree's build is reused (buildcache.py)."""
     steps = steps_for(package, workspace, test_files)
     if not steps:
         return "", []
+    cache, key = ctx.cache_dir / "node" / "builds", build_key(tree, *steps)
+    reused = restore(cache, key, workspace)
+    if reused is not None:
+        return f"{len(steps)} build step(s) of this tree ran before: {reused} file(s) reused", []
+    files_before = listing(workspace)
     before = {rel: _read(workspace, rel) for rel in guarded}
-    outputs = []
+    outputs, ok = [], True
     for step in steps:
         with ctx.lease() as sandbox:
             sandbox.prepare_workdir(scratch)
@@ -96,6 +104,7 @@ def run_build_steps(
         outputs.append(f"$ {step}\n(exit code {run.returncode} after {run.seconds:.1f} s)\n"
                        f"{run.stdout}\n--- stderr ---\n{run.stderr}")  # fmt: skip
         if run.returncode != 0 or run.timed_out:
+            ok = False
             log.warning("build step %r failed (exit code %s)", step, run.returncode)
     restored = []
     for rel, data in before.items():
@@ -105,6 +114,9 @@ def run_build_steps(
             else:
                 safefs.write_beneath(workspace, rel, data)
             restored.append(f"{rel} (after the build steps)")
+    if ok and not restored:  # only a build that went well, and touched no test, is kept
+        cache.mkdir(parents=True, exist_ok=True)
+        keep(cache, key, workspace, files_before)
     return "\n\n".join(outputs), restored
 
 
