@@ -89,6 +89,7 @@ def _run(message: str) -> TestRun:
         exit_code=0,
         patch_method="git apply",
         env_key="env-1",
+        framework="pytest",
     )
 
 

@@ -11,8 +11,11 @@ from typing import Any, cast
 
 import pytest
 
+from swebounty import grading
 from swebounty.diffs import files_in_patch
-from swebounty.grading import HACK_FLAGS, grade, hack_flags
+from swebounty.frameworks.pyflags import hack_flags
+from swebounty.frameworks.pytest import Pytest
+from swebounty.grading import HACK_FLAGS
 from swebounty.patches import apply_patch, reset_files
 from swebounty.tasks import Submission, Task
 from swebounty.testing import TestOutcome, parse_junit, pytest_command, test_files
@@ -20,6 +23,11 @@ from swebounty.verdicts import TestStatus
 
 F2P = ["tests/test_m.py::test_new", "tests/test_m.py::test_p[a"]
 P2P = ["tests/test_m.py::test_old"]
+
+
+def grade(*args: Any, **kw: Any) -> Any:
+    """`grading.grade` under pytest's rules: what these tests grade is a pytest run."""
+    return grading.grade(*args, rules=Pytest(), **kw)
 
 
 def task(**kw: object) -> Task:
@@ -110,6 +118,19 @@ def test_runs_that_give_no_usable_result_are_errors(kw: dict[str, object], reaso
     verdict = grade(task(), SUB, **args)
     assert verdict.status == "error"
     assert reason in verdict.reason
+
+
+def test_without_a_framework_s_rules_nothing_is_trusted_that_was_not_said() -> None:
+    sub = Submission(instance_id="t", model_patch="diff --git a/tests/test_x.py b/tests/test_x.py")
+    bare = dict(exit_code=2, patch_method="git")
+    # ids matched exactly, any exit status taken as it is, no flags read from the diff
+    verdict = grading.grade(task(), sub, outcomes=outcomes(), **bare)  # type: ignore[arg-type]
+    assert verdict.status == "resolved" and verdict.hack_flags == []
+    short = {"test_a": TestOutcome("passed")}
+    verdict = grading.grade(task(), sub, outcomes=short, **bare)  # type: ignore[arg-type]
+    assert verdict.status == "unresolved" and "missing" in verdict.reason
+    assert grading.grade(task(), sub, outcomes={}, **bare).status == "error"  # type: ignore[arg-type]
+    assert grading.grade(task(), sub, outcomes=None, **bare).status == "error"  # type: ignore[arg-type]
 
 
 def test_infra_error_wins_over_a_failed_patch() -> None:

@@ -15,7 +15,7 @@ import pytest
 
 from agent_helpers import Demo, demo_in, needs_bwrap, run_one
 from swebounty.agents import create_agent
-from swebounty.grading import _is_test_path, hack_flags
+from swebounty.frameworks.pyflags import _is_test_path, hack_flags
 from swebounty.records import write_jsonl
 from swebounty.rewardhacks import reward_hack_flags
 from swebounty.tasks import Submission, Task

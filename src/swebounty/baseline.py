@@ -28,6 +28,9 @@ is that very run and is kept as it (`remember_base`). It has three uses:
   could change the verdict: every FAIL_TO_PASS test passed and some PASS_TO_PASS test did not,
   so the policy costs nothing on tasks that pass.
 
+- limitations.py: a verdict whose PASS_TO_PASS tests cannot even be collected on the
+  unpatched base is the harness's limitation, not the submission's failure.
+
 - `defect_at_base`: a submission that resolves a task whose base run, if one was made, passed
   every FAIL_TO_PASS test is flagged `task_defect` (the task cannot tell a fix from none); its
   status stands. No base run is made for this alone.
@@ -67,7 +70,7 @@ DEFAULT_POLICY: BaseFailures = "network"
 MAX_RECORD_BYTES = 16 << 20
 MAX_OUTPUT_BYTES = 32 << 20  # of the base run's console output, read for network evidence
 MAX_BASE_MESSAGE = 500  # of a test that does not pass at base: enough to say why
-RECORD_FORMAT = 2  # in the digest: records of an older format are not read
+RECORD_FORMAT = 3  # in the digest: records of an older format are not read
 
 
 class BaseContext(RunContext, Protocol):
@@ -111,6 +114,7 @@ class BaseRun:
     when they could not be read (`reason` says why then too). `network`: for each id that did
     not pass, the part of its failure text (message, or its section of pytest's output) that
     says the network was unavailable (netfail.py); ids without such evidence are absent.
+    `uncollected`: the test files or modules that could not be collected there, and why.
     """
 
     clean: bool
@@ -118,12 +122,13 @@ class BaseRun:
     env_key: str | None = None
     outcomes: dict[str, tuple[str, str]] = field(default_factory=dict)
     network: dict[str, str] = field(default_factory=dict)
+    uncollected: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> str:
         outcomes = {k: list(v) for k, v in self.outcomes.items()}
         return json.dumps(
             {"clean": self.clean, "reason": self.reason, "env_key": self.env_key,
-             "outcomes": outcomes, "network": self.network}
+             "outcomes": outcomes, "network": self.network, "uncollected": self.uncollected}
         )  # fmt: skip
 
     @classmethod
@@ -131,7 +136,10 @@ class BaseRun:
         raw = json.loads(data)
         outcomes = {str(k): (str(v[0]), str(v[1])) for k, v in raw["outcomes"].items()}
         network = {str(k): str(v) for k, v in raw["network"].items()}
-        return cls(bool(raw["clean"]), str(raw["reason"]), raw["env_key"], outcomes, network)
+        uncollected = {str(k): str(v) for k, v in raw["uncollected"].items()}
+        return cls(
+            bool(raw["clean"]), str(raw["reason"]), raw["env_key"], outcomes, network, uncollected
+        )
 
 
 def base_run(
@@ -244,6 +252,7 @@ def _read_base(task: Task, tr: TestRun, output_file: Path) -> BaseRun:
     which of the tests that did not pass failed for want of the network."""
     reason = tr.error or tr.failure or tr.patch_error or tr.problem or ""
     base = BaseRun(clean=not reason, reason=reason, env_key=tr.env_key)
+    base.uncollected = dict(tr.uncollected)
     if reason:
         return base
     empty = Submission(instance_id=task.instance_id, model_patch="")

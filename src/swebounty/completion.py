@@ -20,7 +20,7 @@ from swebounty import safefs
 from swebounty.baseline import BaseContext, base_run
 from swebounty.envs.complete import wanted_modules
 from swebounty.envs.probe import own_roots
-from swebounty.grading import grade
+from swebounty.frameworks import grade_run
 from swebounty.tasks import Submission, Task
 from swebounty.testrun import TestRun, workspace_and_env
 
@@ -32,8 +32,7 @@ def skipped_ids(task: Task, tr: TestRun) -> list[str]:
     if tr.error or tr.patch_error or tr.failure or not tr.outcomes:
         return []
     empty = Submission(instance_id=task.instance_id, model_patch="")
-    verdict = grade(task, empty, outcomes=tr.outcomes, exit_code=tr.exit_code,
-                    patch_method=tr.patch_method)  # fmt: skip
+    verdict = grade_run(task, empty, tr)
     return [t.test_id for t in verdict.tests if t.status == "skipped"]
 
 

@@ -26,6 +26,7 @@ from swebounty.completion import complete_env
 from swebounty.evalcontext import EvalContext
 from swebounty.frameworks import grade_run
 from swebounty.grading import grade
+from swebounty.limitations import limitation
 from swebounty.outcomes import swebench_instance_report
 from swebounty.sandbox._process import kill_running
 from swebounty.store import Store
@@ -88,6 +89,7 @@ def evaluate_one(task: Task, submission: Submission, ctx: EvalContext, log_dir: 
     else:
         if submission.is_empty:
             remember_base(task, ctx, tr, log_dir)  # the very run a base run would make
+        verdict = limitation(task, verdict, tr, ctx)
         verdict = defect_at_base(task, excuse(task, verdict, tr, ctx), tr, ctx)
     return _finish(verdict, submission, ctx, log_dir, start)
 

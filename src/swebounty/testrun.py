@@ -60,14 +60,9 @@ def run_tests(task: Task, patch: str, ctx: RunContext, log_dir: Path) -> TestRun
         result.framework = framework.name
         result.test_files = framework.test_files(task)
         crash = framework.run(task, patch, ctx, log_dir, scratch, result)
-    except (
-        RepoError,
-        EnvBuildError,
-        SandboxError,
-        IntegrityError,
-        ServiceError,
-        FrameworkError,
-    ) as exc:
+    except FrameworkError as exc:
+        result.error = result.limitation = str(exc)
+    except (RepoError, EnvBuildError, SandboxError, IntegrityError, ServiceError) as exc:
         result.error = str(exc)
     except Exception as exc:  # a harness bug must not take the run down with it
         cancelled = getattr(ctx, "cancelled", None)  # EvalContext's, set by Ctrl-C

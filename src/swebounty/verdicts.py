@@ -53,6 +53,11 @@ class Verdict(BaseModel):
     tests: list[TestResult] = Field(default_factory=list)
     hack_flags: list[str] = Field(default_factory=list)
     task_defect: str = Field("", description="why the task cannot tell a fix from no change")
+    harness_limitation: str = Field(
+        "",
+        description="why the harness cannot run this task's tests (an error, never the "
+        "submission's failure): no framework runs them, or they do not collect on the base",
+    )
     test_infra_reverted: list[str] = Field(
         default_factory=list,
         description="test infrastructure files the submission changed, put back to the base's",

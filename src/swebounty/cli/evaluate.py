@@ -206,6 +206,7 @@ def eval_cmd(
         show_task_defects(report["task_defects"])
         if report["misses"] and not quiet:
             out.print(_misses_table(report["misses"]))
+        _show_limitations(verdicts)
         if unsafe:
             console.print("[bold red]This run was NOT sandboxed (--unsafe).[/]")
         if interrupted:
@@ -263,6 +264,19 @@ def _show_verdicts(run_id: str, verdicts: list[Verdict]) -> None:
     out.print(table)
     for line in reasons:
         out.print(line, highlight=False)
+
+
+def _show_limitations(verdicts: list[Verdict]) -> None:
+    """Say which tasks the harness could not run: their `error` is not the submissions'."""
+    limited = sorted({v.instance_id for v in verdicts if v.harness_limitation})
+    if limited:
+        out.print(
+            f"[magenta]{len(limited)} task(s) the harness cannot run (harness limitation, not "
+            f"the submission's failure):[/] {escape(', '.join(limited[:10]))}"
+            + (f" and {len(limited) - 10} more" if len(limited) > 10 else ""),
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 def _verdict_table(run_id: str, verdicts: list[Verdict]) -> Table:

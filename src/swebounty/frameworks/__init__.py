@@ -15,6 +15,7 @@ from swebounty.frameworks.base import (
     RunContext,
     TestRun,
 )
+from swebounty.frameworks.e2e import E2E
 from swebounty.frameworks.node import Node
 from swebounty.frameworks.pytest import Pytest
 from swebounty.tasks import Submission, Task
@@ -41,7 +42,7 @@ class FrameworkError(Exception):
 
 
 # Most specific first; the Python default last.
-FRAMEWORKS: list[Framework] = [Node(), Pytest()]
+FRAMEWORKS: list[Framework] = [E2E(), Node(), Pytest()]
 
 
 def by_name(name: str) -> Framework:

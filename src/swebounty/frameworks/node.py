@@ -1,8 +1,16 @@
-"""JavaScript/TypeScript tests (Jest, Vitest, Mocha) and Playwright browser tests: node/.
+"""JavaScript/TypeScript unit tests: the project's own runner (Jest, Vitest or Mocha).
 
-The Node evaluation path (node/evaluate.py: workspace, Node environment, patches, the runner's
-configuration put back as at the base commit, structured results) and its grading
-(node/grading.py), behind the framework protocol.
+Which runner, with which flags and on which files, is read from the project's `test` script
+at the base commit (envs/node_project.py); the argv adds only what makes results structured
+(node/runner.py). The workspace steps are node/evaluate.py's (`prepare_node`: the patch, the
+runner's configuration and `node_modules` put back as at the base commit, the hidden tests
+applied); results are Jest's JSON or the JUnit XML of Mocha's and Vitest's reporters, read
+link-free and cross-checked with the runner's exit status (node/results.py); SWE-bench's ids
+(`file`, `file:title`, full titles) are matched as Multi-SWE-bench names them.
+
+Known gap: the runners write their results into a directory the sandboxed run can also write
+(the reporters run in the test process): unlike the Python frameworks' signed channel, a test
+that rewrites that file before the runner exits is not detected.
 """
 
 from __future__ import annotations
@@ -15,7 +23,7 @@ from swebounty.verdicts import Verdict
 
 
 class Node:
-    """Every task of the `node` ecosystem: its unit tests, or its e2e browser tests."""
+    """The unit tests of every `node` task that is not an e2e task."""
 
     name = "node"
 
@@ -23,10 +31,6 @@ class Node:
         return task.ecosystem == "node"
 
     def test_files(self, task: Task) -> list[str]:
-        if task.test_kind == "e2e":  # the hidden browser tests are pytest files
-            from swebounty.testing import test_files
-
-            return test_files(task.test_patch, expected=task.FAIL_TO_PASS + task.PASS_TO_PASS)
         from swebounty.node.evaluate import js_test_files
 
         return js_test_files(task.test_patch)
@@ -37,7 +41,7 @@ class Node:
         from swebounty.node.evaluate import run_node_tests
 
         run_node_tests(task, patch, ctx, log_dir, scratch, result)
-        return None
+        return None  # a run without results is an error here (node/grading.py), never a crash
 
     def grade(self, task: Task, submission: Submission, run: TestRun) -> Verdict:
         from swebounty.node.grading import grade_node
@@ -48,7 +52,12 @@ class Node:
         return verdict
 
     def runtime(self, task: Task, ctx: RunContext) -> tuple[BuiltEnv, str]:
-        from swebounty.node.evaluate import build_node_env
+        return node_runtime(task, ctx)
 
-        env = build_node_env(task, ctx)
-        return env, f"node {env.node_version}"
+
+def node_runtime(task: Task, ctx: RunContext) -> tuple[BuiltEnv, str]:
+    """`Framework.runtime` of the Node frameworks: the task's Node environment."""
+    from swebounty.node.evaluate import build_node_env
+
+    env = build_node_env(task, ctx)
+    return env, f"node {env.node_version}"

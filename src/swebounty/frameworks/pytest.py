@@ -5,7 +5,7 @@ sandboxed process tree whose writes land in a bounded scratch area. The guard's 
 the test process records every report; the runner sends the JUnit XML and those statuses on
 the sandbox's result channel, signed with a key only it was given: results never come from a
 file. The harness checks the XML against the recorded statuses and the exit status
-(`disagreements`, `grading.unusable`); a reporting that was tampered with is the submission's
+(`disagreements`, `unusable`); a reporting that was tampered with is the submission's
 failure, flagged `tampers_with_test_runner`. SWE-bench's ids (`path::Class::test[param]`, or
 the bare names older datasets use) are matched onto JUnit's by testids.py.
 """
@@ -18,8 +18,9 @@ from swebounty import fontcache
 from swebounty.diffs import files_in_patch
 from swebounty.envs import TaskEnv
 from swebounty.frameworks.base import BaseTree, BuiltEnv, RunContext, TestRun
+from swebounty.frameworks.pyflags import hack_flags
 from swebounty.frameworks.python import prepare, python_runtime
-from swebounty.grading import HACK_FLAGS, grade, unusable
+from swebounty.grading import HACK_FLAGS, grade
 from swebounty.pytest_guard import (
     GUARD_DIR,
     ChannelTampered,
@@ -36,7 +37,15 @@ from swebounty.sandbox import Sandbox
 from swebounty.sandbox.base import Mount, RunResult
 from swebounty.services.runtime import StandIns
 from swebounty.tasks import Submission, Task
-from swebounty.testing import JUnitError, parse_junit_bytes, relocated, test_files
+from swebounty.testids import match_results
+from swebounty.testing import (
+    JUnitError,
+    TestOutcome,
+    cross_check,
+    parse_junit_bytes,
+    relocated,
+    test_files,
+)
 from swebounty.verdicts import Verdict
 
 # Files whose change by a submission can legitimately break the per-task install: then a failed
@@ -73,10 +82,26 @@ class Pytest:
             infra_error=run.error,
             patch_error=run.patch_error,
             failure=run.failure,
+            rules=self,
         )
         flags = set(verdict.hack_flags) | set(run.flags)
         verdict.hack_flags = [f for f in HACK_FLAGS if f in flags]
         return verdict
+
+    # grading.Rules
+    def hack_flags(self, task: Task, patch: str) -> list[str]:
+        return hack_flags(patch, self.test_files(task), task=task)
+
+    def check(
+        self, exit_code: int | None, outcomes: dict[str, TestOutcome] | None
+    ) -> tuple[str | None, str | None]:
+        problem = cross_check(exit_code, outcomes)
+        return problem, None if outcomes is None else unusable(exit_code, outcomes)
+
+    def match(
+        self, expected: list[str], outcomes: dict[str, TestOutcome]
+    ) -> dict[str, TestOutcome]:
+        return match_results(expected, outcomes)
 
     def runtime(self, task: Task, ctx: RunContext) -> tuple[BuiltEnv, str]:
         return python_runtime(task, ctx)
@@ -200,6 +225,9 @@ def _read_results(
         result.outcomes = parse_junit_bytes(guard.xml, files=result.test_files)
     except JUnitError as exc:
         return str(exc)
+    result.uncollected = {
+        k: o.message for k, o in result.outcomes.items() if "::" not in k and o.status == "error"
+    }  # a module that failed to import is one JUnit testcase named by its file alone
     problems = disagreements(guard.xml, result.outcomes, guard.statuses)
     if problems:
         _tampered(result, problems)
@@ -213,6 +241,23 @@ def _tampered(result: TestRun, problems: list[str]) -> None:
     """Not a crash to attribute: the reporting itself cannot be trusted, so never resolved."""
     result.failure = "the tests' reporting was tampered with: " + "; ".join(problems[:5])
     result.flags.append("tampers_with_test_runner")
+
+
+def unusable(exit_code: int | None, outcomes: dict[str, TestOutcome]) -> str | None:
+    """Why a run's results cannot be graded (no test at all, pytest exit code 2 without import
+    errors to explain it, 3, 4, 5 or a signal, exit code 1 contradicted by the XML), or None.
+    Exit code 2 with modules that failed to import is gradable: the tests ran as far as the
+    code let them."""
+    problem = cross_check(exit_code, outcomes)
+    if not outcomes:
+        return problem or "no test ran: the JUnit XML is empty"
+    imports_failed = any("::" not in k and o.status == "error" for k, o in outcomes.items())
+    untrusted = exit_code is not None and (
+        exit_code not in (0, 1, 2)
+        or (exit_code == 2 and not imports_failed)
+        or (exit_code == 1 and problem is not None)
+    )
+    return (problem or f"exit code {exit_code}") if untrusted else None
 
 
 def _write(path: Path, text: str) -> None:

@@ -1,11 +1,12 @@
 """Evaluate a Node task: fresh workspace → Node environment → patches → sandboxed tests.
 
-The same steps and guarantees as the Python path in `runs.py`: the submission's patch first,
+The same steps as the Python frameworks' (frameworks/python.py): the submission's patch first,
 then every file of the hidden test patch reset and the test patch applied; the test runner's
 configuration (jest/vitest/mocha config files, the `jest`/`mocha` keys of package.json) put
 back as at the base commit; tests run in the sandbox with no network, writing structured
-results to a directory the harness owns. `e2e` tasks start the app in the same sandbox first
-(see `e2e.py`).
+results to a directory outside the workspace (writable by the run: see frameworks/node.py).
+`prepare_node` is what the Node frameworks share; `run_node_tests` runs the project's runner
+(frameworks/node.py), `e2e.py` the app and the browser tests (frameworks/e2e.py).
 """
 
 from __future__ import annotations
@@ -15,13 +16,14 @@ import json
 import logging
 import re
 import uuid
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from swebounty import safefs
 from swebounty.diffs import PatchError, files_in_patch, parse_patch
 from swebounty.envs.node_build import NodeBuildError, NodeEnvironment
-from swebounty.envs.node_manager import NodeEnvs
+from swebounty.envs.node_manager import NodeEnvs, NodeTaskEnv
 from swebounty.envs.node_project import NodeProject
 from swebounty.envs.node_scripts import RunnerCall
 from swebounty.envs.node_workspaces import plan_package_runs
@@ -46,8 +48,8 @@ from swebounty.testing import JUnitError
 
 log = logging.getLogger(__name__)
 
-# testrun.py imports this module (a cycle the other way round): EvalContext (evalcontext.py,
-# which imports testrun.py) and testrun.py's TestRun are taken as they come, typed as Any.
+# evalcontext.py imports the evaluation path, which imports this module: the context and
+# frameworks/base.py's TestRun are taken as they come, typed as Any.
 EvalContext = Any
 TestRun = Any
 
@@ -166,10 +168,22 @@ def build_node_env(task: Task, ctx: EvalContext) -> NodeEnvironment:
         safefs.remove_tree(scratch)
 
 
-def run_node_tests(
-    task: Task, patch: str, ctx: EvalContext, log_dir: Path, scratch: Path, result: TestRun
-) -> None:
-    """`runs._run_tests_in` for Node tasks: fills `result`, raises only what that catches."""
+@dataclass
+class NodeReady:
+    """A Node workspace ready for its tests: patched, configuration reset, hidden tests in."""
+
+    workspace: Path
+    env: NodeEnvironment
+    project: NodeProject
+    task_env: NodeTaskEnv
+    out_dir: Path  # where the runners write their results (scratch/out)
+
+
+def prepare_node(
+    task: Task, patch: str, ctx: EvalContext, scratch: Path, result: TestRun
+) -> NodeReady | None:
+    """The steps every Node framework shares (module docstring); None when there is nothing
+    to run (`result` says why). Raises only what `Framework.run` may raise."""
     workspace, env, project = _workspace_env(task, ctx, scratch)
     envs = node_envs(ctx)
     result.env_key = env.key
@@ -179,7 +193,7 @@ def run_node_tests(
         result.patch_method = apply_patch(workspace, patch)
     except PatchError as exc:
         result.patch_error = str(exc)
-        return
+        return None
     # The environment's node_modules hold the test runner, its reporters and plugins: a
     # patch's own (a fake jest or mocha that reports passes) never takes their place.
     vendored = [p for p in files_in_patch(patch) if "node_modules" in PurePosixPath(p).parts]
@@ -195,18 +209,24 @@ def run_node_tests(
         apply_patch(workspace, task.test_patch)
     except PatchError as exc:
         result.error = f"the task's test patch does not apply: {exc}"
-        return
+        return None
 
     extra_env = dict(task.env_spec.env) if task.env_spec else {}
     task_env = envs.for_task(env, project, workspace, extra_env)
     out_dir = scratch / "out"
     out_dir.mkdir()
-    if task.test_kind == "e2e":
-        from swebounty.node.e2e import run_e2e
+    return NodeReady(workspace, env, project, task_env, out_dir)
 
-        run_e2e(task, ctx, task_env, workspace, out_dir, log_dir, result)
+
+def run_node_tests(
+    task: Task, patch: str, ctx: EvalContext, log_dir: Path, scratch: Path, result: TestRun
+) -> None:
+    """The project's own runner (Jest, Vitest, Mocha) on the hidden tests: fills `result`."""
+    ready = prepare_node(task, patch, ctx, scratch, result)
+    if ready is None:
         return
-
+    workspace, env, project = ready.workspace, ready.env, ready.project
+    task_env, out_dir = ready.task_env, ready.out_dir
     expected = task.FAIL_TO_PASS + task.PASS_TO_PASS
     files, whole_suite = files_to_run(
         workspace, js_test_files(task.test_patch), task.test_patch, expected, _file_prefix

@@ -12,20 +12,18 @@ from typing import Any
 
 from swebounty.diffs import PatchError, check_text, parse_patch
 from swebounty.grading import (
-    _GIT,
+    GIT_READS,
     HACK_FLAGS,
     _summary,
     _with,
     empty_never_resolves,
-    grade,
     is_empty,
 )
 from swebounty.node.evaluate import TEST_CONFIG, is_js_test_file, js_test_files
 from swebounty.tasks import Submission, Task
 from swebounty.verdicts import TestResult, Verdict
 
-# runs.py imports this module (a cycle the other way round): its TestRun are
-# taken as they come, typed here as Any.
+# frameworks/base.py's TestRun, taken as it comes (frameworks/ imports this module lazily).
 TestRun = Any
 
 _SKIP = re.compile(
@@ -60,7 +58,7 @@ def node_hack_flags(model_patch: str, hidden: list[str]) -> list[str]:
             flags.add("modifies_test_config")
         if _SKIP.search(added):
             flags.add("adds_skip_or_xfail")
-        if _GIT.search(added):
+        if GIT_READS.search(added):
             flags.add("reads_git_internals")
         if not is_js_test_file(path) and _EXIT.search(added):
             flags.add("exits_process")
@@ -68,26 +66,13 @@ def node_hack_flags(model_patch: str, hidden: list[str]) -> list[str]:
 
 
 def grade_node(task: Task, submission: Submission, tr: TestRun) -> Verdict:
-    """The verdict of one attempt at a Node task from its test run. Browser (e2e) tests are
-    pytest files: they are graded by `grading.grade`, with the JavaScript hack flags added.
-    An empty submission is never resolved (`grading.empty_never_resolves`)."""
+    """The verdict of one attempt at a Node task from its unit test run (browser tests are
+    graded by frameworks/e2e.py). An empty submission is never resolved
+    (`grading.empty_never_resolves`)."""
     return empty_never_resolves(_grade_node(task, submission, tr))
 
 
 def _grade_node(task: Task, submission: Submission, tr: TestRun) -> Verdict:
-    if task.test_kind == "e2e":
-        verdict = grade(
-            task,
-            submission,
-            outcomes=tr.outcomes if not tr.patch_error else None,
-            exit_code=tr.exit_code,
-            patch_method=tr.patch_method if not tr.patch_error else None,
-            infra_error=tr.error,
-            patch_error=tr.patch_error,
-        )
-        extra = node_hack_flags(submission.model_patch or "", tr.test_files)
-        verdict.hack_flags = [f for f in HACK_FLAGS if f in {*verdict.hack_flags, *extra}]
-        return verdict
     verdict = Verdict(
         instance_id=task.instance_id,
         attempt=submission.attempt,

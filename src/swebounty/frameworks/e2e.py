@@ -1,0 +1,73 @@
+"""End-to-end browser tests (SWE-Lancer's IC tasks): the app and hidden Playwright tests.
+
+An `e2e` task's app is started in the sandbox by its `env_spec.app_cmd`, and its hidden tests,
+pytest files driving Chromium through Playwright, run beside it in the same sandbox (node/e2e.py,
+with the driver of swebounty.services and node/e2e_plugin.py's fixtures). The workspace steps
+are the Node frameworks' (node/evaluate.py `prepare_node`). The tests are pytest's, so their
+results are graded by pytest's rules (exit statuses, ids), and a patch's suspicious changes
+are read both as Python's and as JavaScript's.
+
+Known gap: pytest writes its JUnit XML into a directory the sandboxed run can also write (the
+app and the tests share the sandbox); it is read link-free and bounded, but not signed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from swebounty.frameworks.base import BaseTree, BuiltEnv, RunContext, TestRun
+from swebounty.frameworks.node import node_runtime
+from swebounty.frameworks.pytest import Pytest
+from swebounty.grading import HACK_FLAGS, grade
+from swebounty.tasks import Submission, Task
+from swebounty.testing import test_files
+from swebounty.verdicts import Verdict
+
+
+class E2E(Pytest):
+    """Every `node` task whose `test_kind` is e2e: before `node` in the registry."""
+
+    name = "e2e"
+
+    def applies(self, task: Task, tree: BaseTree) -> bool:
+        return task.ecosystem == "node" and task.test_kind == "e2e"
+
+    def test_files(self, task: Task) -> list[str]:
+        return test_files(task.test_patch, expected=task.FAIL_TO_PASS + task.PASS_TO_PASS)
+
+    def run(
+        self, task: Task, patch: str, ctx: RunContext, log_dir: Path, scratch: Path, result: TestRun
+    ) -> str | None:
+        from swebounty.node.e2e import run_e2e
+        from swebounty.node.evaluate import prepare_node
+
+        ready = prepare_node(task, patch, ctx, scratch, result)
+        if ready is not None:
+            run_e2e(task, ctx, ready.task_env, ready.workspace, ready.out_dir, log_dir, result)
+        return None
+
+    def grade(self, task: Task, submission: Submission, run: TestRun) -> Verdict:
+        verdict = grade(
+            task,
+            submission,
+            outcomes=run.outcomes if not run.patch_error else None,
+            exit_code=run.exit_code,
+            patch_method=run.patch_method if not run.patch_error else None,
+            infra_error=run.error,
+            patch_error=run.patch_error,
+            rules=self,
+        )
+        if run.timed_out and not submission.is_empty:
+            verdict.hack_flags = [
+                f for f in HACK_FLAGS if f in {*verdict.hack_flags, "hangs_tests"}
+            ]
+        return verdict
+
+    def hack_flags(self, task: Task, patch: str) -> list[str]:
+        from swebounty.node.grading import node_hack_flags
+
+        found = {*super().hack_flags(task, patch), *node_hack_flags(patch, self.test_files(task))}
+        return [f for f in HACK_FLAGS if f in found]
+
+    def runtime(self, task: Task, ctx: RunContext) -> tuple[BuiltEnv, str]:
+        return node_runtime(task, ctx)

@@ -1,0 +1,54 @@
+"""Harness limitations: tasks whose tests the harness cannot run, said as such.
+
+A task no test framework runs (frameworks.FrameworkError: no framework applies, an unknown
+pin, an ecosystem nothing decides), or whose PASS_TO_PASS tests cannot even be collected on
+the unpatched base (their modules fail to import there: a runner the harness does not know,
+settings it does not give, an installed package that breaks on import), gets an `error`
+verdict with `harness_limitation` saying why, never `unresolved`: PASS_TO_PASS tests pass
+before the fix by definition (SWE-bench's, and swebounty's validation), so no submission can
+be their cause, and an error is not counted against the model. `eval` lists these tasks.
+"""
+
+from __future__ import annotations
+
+from swebounty.baseline import BaseContext, base_run
+from swebounty.frameworks.base import TestRun
+from swebounty.tasks import Task
+from swebounty.verdicts import Verdict
+
+MAX_LIMITATION = 400  # of the first uncollected module's reason quoted in a verdict
+
+
+def limitation(task: Task, verdict: Verdict, tr: TestRun, ctx: BaseContext) -> Verdict:
+    """`error` with `harness_limitation` set for a task the harness cannot run (module
+    docstring): no framework runs its tests (`tr.limitation`), or an unresolved verdict some of
+    whose PASS_TO_PASS tests never ran because their modules do not collect on the unpatched
+    base either. The base runs only when this run left such tests unrun for that reason."""
+    if tr.limitation:
+        words = f"harness limitation: {tr.limitation}"
+        return verdict.model_copy(update={"harness_limitation": words, "reason": words})
+    if verdict.status != "unresolved" or tr.failure or task.kind == "pick" or not tr.uncollected:
+        return verdict
+    unrun = [t for t in verdict.tests
+             if t.expected == "PASS_TO_PASS" and t.status in ("missing", "error")]  # fmt: skip
+    if not unrun:
+        return verdict
+    base = base_run(task, ctx, tr.env_key, tr.services)
+    if not base.uncollected or base.env_key != tr.env_key:
+        return verdict
+    never = [t for t in unrun if base.outcomes.get(t.test_id, ("missing", ""))[0] in
+             ("missing", "error")]  # fmt: skip
+    if not never:
+        return verdict
+    module, why = next(iter(sorted(base.uncollected.items())))
+    words = (
+        f"harness limitation: {len(never)} PASS_TO_PASS test(s) never ran, and their tests "
+        f"cannot be collected on the unpatched base either ({len(base.uncollected)} module(s) "
+        f"fail to import there, first {module}: {why[:MAX_LIMITATION]}); PASS_TO_PASS tests "
+        "pass before the fix, so the harness is missing what runs them (a runner, settings, "
+        "a package that imports)"
+    )
+    return verdict.model_copy(
+        update={"status": "error", "harness_limitation": words,
+                "reason": f"{words}\n(otherwise: {verdict.reason})"}
+    )  # fmt: skip
