@@ -23,6 +23,7 @@ from swebounty.frameworks import (
     resolve,
 )
 from swebounty.tasks import Submission, Task
+from swebounty.testing import TestOutcome
 
 
 def _task(**fields: Any) -> Task:
@@ -58,7 +59,7 @@ def test_every_framework_implements_the_protocol_and_pytest_is_the_last_default(
 def test_a_task_gets_the_first_framework_that_applies(repos: Path) -> None:
     assert framework_for(_task(), _ctx(repos)).name == "pytest"
     assert framework_for(_task(ecosystem="node"), _ctx(repos)).name == "node"
-    assert framework_for(_task(ecosystem="node", test_kind="e2e"), _ctx(repos)).name == "node"
+    assert framework_for(_task(ecosystem="node", test_kind="e2e"), _ctx(repos)).name == "e2e"
 
 
 def test_a_task_that_names_no_ecosystem_gets_its_repository_s(repos: Path) -> None:
@@ -113,3 +114,31 @@ def test_a_run_is_graded_by_the_framework_that_made_it(monkeypatch: pytest.Monke
     monkeypatch.setattr(type(node), "grade", lambda self, t, s, r: seen.append(r.framework))
     grade_run(_task(), Submission(instance_id="o__p-1"), TestRun(framework="node"))
     assert seen == ["node"]
+
+
+def test_browser_tests_are_graded_by_pytest_s_rules_with_both_languages_flags() -> None:
+    test_patch = (
+        "diff --git a/tests/test_app.py b/tests/test_app.py\n--- /dev/null\n"
+        "+++ b/tests/test_app.py\n@@ -0,0 +1 @@\n+def test_page(): pass\n"
+    )
+    task = _task(ecosystem="node", test_kind="e2e", test_patch=test_patch,
+                 FAIL_TO_PASS=["tests/test_app.py::test_page"])  # fmt: skip
+    patch = (
+        "diff --git a/src/app.js b/src/app.js\n--- a/src/app.js\n+++ b/src/app.js\n"
+        "@@ -1 +1,2 @@\n x\n+process.exit(0)\n"
+        "diff --git a/conftest.py b/conftest.py\n--- a/conftest.py\n+++ b/conftest.py\n"
+        "@@ -1 +1,2 @@\n x\n+y = 1\n"
+    )
+    e2e = by_name("e2e")
+    sub = Submission(instance_id="o__p-1", model_patch=patch)
+    outcomes = {"tests/test_app.py::test_page[chromium]": TestOutcome("passed")}
+    run = TestRun(framework="e2e", outcomes=outcomes, exit_code=0, patch_method="git")
+    verdict = grade_run(task, sub, run)
+    assert verdict.status == "resolved"  # the id matched its parametrized node, as pytest's
+    assert verdict.hack_flags == ["modifies_conftest", "exits_process"]
+    hung = TestRun(framework="e2e", error="tests timed out", timed_out=True, patch_method="git")
+    verdict = e2e.grade(task, sub, hung)
+    assert verdict.status == "error" and "hangs_tests" in verdict.hack_flags
+    # exit code 1 with every test passing is not trusted (pytest's rules)
+    run = TestRun(framework="e2e", outcomes=outcomes, exit_code=1, patch_method="git")
+    assert grade_run(task, sub, run).status == "error"

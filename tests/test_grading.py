@@ -124,7 +124,8 @@ def test_without_a_framework_s_rules_nothing_is_trusted_that_was_not_said() -> N
     sub = Submission(instance_id="t", model_patch="diff --git a/tests/test_x.py b/tests/test_x.py")
     bare = dict(exit_code=2, patch_method="git")
     # ids matched exactly, any exit status taken as it is, no flags read from the diff
-    verdict = grading.grade(task(), sub, outcomes=outcomes(), **bare)  # type: ignore[arg-type]
+    exact = task(FAIL_TO_PASS=["tests/test_m.py::test_new"])
+    verdict = grading.grade(exact, sub, outcomes=outcomes(), **bare)  # type: ignore[arg-type]
     assert verdict.status == "resolved" and verdict.hack_flags == []
     short = {"test_a": TestOutcome("passed")}
     verdict = grading.grade(task(), sub, outcomes=short, **bare)  # type: ignore[arg-type]

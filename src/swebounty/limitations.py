@@ -11,11 +11,14 @@ be their cause, and an error is not counted against the model. `eval` lists thes
 
 from __future__ import annotations
 
+import re
+
 from swebounty.baseline import BaseContext, base_run
 from swebounty.frameworks.base import TestRun
 from swebounty.tasks import Task
 from swebounty.verdicts import Verdict
 
+_DOTTED = re.compile(r"[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)+")
 MAX_LIMITATION = 400  # of the first uncollected module's reason quoted in a verdict
 
 
@@ -29,26 +32,44 @@ def limitation(task: Task, verdict: Verdict, tr: TestRun, ctx: BaseContext) -> V
         return verdict.model_copy(update={"harness_limitation": words, "reason": words})
     if verdict.status != "unresolved" or tr.failure or task.kind == "pick" or not tr.uncollected:
         return verdict
-    unrun = [t for t in verdict.tests
-             if t.expected == "PASS_TO_PASS" and t.status in ("missing", "error")]  # fmt: skip
+    unrun = [t.test_id for t in verdict.tests if t.expected == "PASS_TO_PASS"
+             and t.status in ("missing", "error") and _module_of(t.test_id, tr.uncollected)]  # fmt: skip
     if not unrun:
         return verdict
     base = base_run(task, ctx, tr.env_key, tr.services)
     if not base.uncollected or base.env_key != tr.env_key:
         return verdict
-    never = [t for t in unrun if base.outcomes.get(t.test_id, ("missing", ""))[0] in
-             ("missing", "error")]  # fmt: skip
+    never = {m: i for i in unrun if (m := _module_of(i, base.uncollected))
+             and base.outcomes.get(i, ("missing", ""))[0] in ("missing", "error")}  # fmt: skip
     if not never:
         return verdict
-    module, why = next(iter(sorted(base.uncollected.items())))
+    module = sorted(never)[0]
     words = (
-        f"harness limitation: {len(never)} PASS_TO_PASS test(s) never ran, and their tests "
-        f"cannot be collected on the unpatched base either ({len(base.uncollected)} module(s) "
-        f"fail to import there, first {module}: {why[:MAX_LIMITATION]}); PASS_TO_PASS tests "
-        "pass before the fix, so the harness is missing what runs them (a runner, settings, "
-        "a package that imports)"
+        f"harness limitation: {len(never)} PASS_TO_PASS test module(s) cannot be collected on "
+        f"the unpatched base either, first {module}: {base.uncollected[module][:MAX_LIMITATION]}"
+        "; PASS_TO_PASS tests pass before the fix, so the harness is missing what runs them "
+        "(a runner, settings, a package that imports)"
     )
     return verdict.model_copy(
         update={"status": "error", "harness_limitation": words,
                 "reason": f"{words}\n(otherwise: {verdict.reason})"}
     )  # fmt: skip
+
+
+def _module_of(test_id: str, modules: dict[str, str]) -> str | None:
+    """Which of `modules` (test files, `tests/x/test_y.py`) holds `test_id`, as SWE-bench
+    names it: `file::...`, or a dotted path inside it (`test_m (x.test_y.Class)`,
+    `x.test_y.Class.test_m`: relative to any folder the runner starts in); else None."""
+    for module in modules:
+        if test_id.startswith(module + "::"):
+            return module
+    for word in _DOTTED.findall(test_id):
+        parts = word.split(".")
+        for module in modules:
+            dotted = module.removesuffix(".py").replace("/", ".")
+            last = dotted.rsplit(".", 1)[-1]
+            for k in range(len(parts) - 1, 0, -1):
+                head = ".".join(parts[:k])
+                if parts[k - 1] == last and (dotted == head or dotted.endswith("." + head)):
+                    return module
+    return None

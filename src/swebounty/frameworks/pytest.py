@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
 
+import defusedxml.ElementTree as DefusedET
+
 from swebounty import fontcache
 from swebounty.diffs import files_in_patch
 from swebounty.envs import TaskEnv
@@ -39,6 +41,7 @@ from swebounty.services.runtime import StandIns
 from swebounty.tasks import Submission, Task
 from swebounty.testids import match_results
 from swebounty.testing import (
+    MESSAGE_CHARS,
     JUnitError,
     TestOutcome,
     cross_check,
@@ -225,9 +228,7 @@ def _read_results(
         result.outcomes = parse_junit_bytes(guard.xml, files=result.test_files)
     except JUnitError as exc:
         return str(exc)
-    result.uncollected = {
-        k: o.message for k, o in result.outcomes.items() if "::" not in k and o.status == "error"
-    }  # a module that failed to import is one JUnit testcase named by its file alone
+    result.uncollected = uncollected(guard.xml, result.outcomes)
     problems = disagreements(guard.xml, result.outcomes, guard.statuses)
     if problems:
         _tampered(result, problems)
@@ -241,6 +242,32 @@ def _tampered(result: TestRun, problems: list[str]) -> None:
     """Not a crash to attribute: the reporting itself cannot be trusted, so never resolved."""
     result.failure = "the tests' reporting was tampered with: " + "; ".join(problems[:5])
     result.flags.append("tampers_with_test_runner")
+
+
+def uncollected(xml: bytes, outcomes: dict[str, TestOutcome]) -> dict[str, str]:
+    """The test files that failed to import (one JUnit testcase each, named by its file alone,
+    with pytest's "collection failure" message), each with the last line of its traceback:
+    the exception that stopped it."""
+    broken = {k: o.message for k, o in outcomes.items() if "::" not in k and o.status == "error"}
+    if not broken:
+        return {}
+    errors: dict[str, str] = {}  # the testcase's name -> the traceback's last line
+    for case in DefusedET.fromstring(xml, forbid_dtd=True).iter("testcase"):
+        error = case.find("error")
+        lines = [ln.strip() for ln in (error.text or "").splitlines() if ln.strip()] if (
+            error is not None) else []  # fmt: skip
+        if lines:
+            name = ".".join(filter(None, (case.get("classname"), case.get("name"))))
+            errors[name] = lines[-1]
+    for path in broken:
+        dotted = path.removesuffix(".py").replace("/", ".")
+        found = [e for n, e in errors.items()
+                 if n in (dotted, path) or n.endswith(("." + dotted, "/" + path))]  # fmt: skip
+        if not found and len(broken) == len(errors) == 1:
+            found = list(errors.values())
+        if found:
+            broken[path] = found[0][:MESSAGE_CHARS]
+    return broken
 
 
 def unusable(exit_code: int | None, outcomes: dict[str, TestOutcome]) -> str | None:
