@@ -37,8 +37,8 @@ from swebounty.testing import (
 
 log = logging.getLogger(__name__)
 
-# testrun.py imports this module (a cycle the other way round): EvalContext (evalcontext.py,
-# which imports testrun.py) and testrun.py's TestRun are taken as they come, typed as Any.
+# evalcontext.py imports the evaluation path, which imports this module (frameworks/e2e.py):
+# the context and frameworks/base.py's TestRun are taken as they come, typed as Any.
 EvalContext = Any
 TestRun = Any
 
