@@ -17,6 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from repo_helpers import BUGGY_PROJECT, git_repo
+from swebounty.misses import miss_class
 from swebounty.store import Store
 from test_offline_grading import WHEN, diff_of, git, needs_bwrap
 
@@ -113,6 +114,7 @@ def test_tests_that_do_not_collect_on_the_base_are_a_harness_limitation(
         assert "tests/test_settings.py" in limited.harness_limitation
         assert "settings are not configured" in limited.harness_limitation
         assert limited.reason.startswith(limited.harness_limitation)
+        assert miss_class(limited) == miss_class(bare) == "harness limitation"
         # What only the fix adds failing to import is the submission's doing: graded as ever.
         assert sound.status == ("resolved" if kind == "gold" else "unresolved"), sound.reason
         assert not sound.harness_limitation

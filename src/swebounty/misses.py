@@ -32,6 +32,8 @@ def miss_class(verdict: Verdict) -> str:
     reason = verdict.reason or ""
     if verdict.task_defect:
         return "task defect"
+    if verdict.harness_limitation:
+        return "harness limitation"
     if verdict.status == "patch_failed":
         return "patch does not apply"
     if verdict.status == "agent_error":
