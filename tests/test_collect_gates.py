@@ -122,12 +122,24 @@ OFFLINE = "socket.gaierror: [Errno -3] Temporary failure in name resolution"
 
 
 def _task(iid: str = "t") -> Task:
-    return Task(instance_id=iid, repo="o/r", base_commit="abc", patch="d", test_patch=TEST_PATCH)
+    return Task(
+        instance_id=iid,
+        repo="o/r",
+        base_commit="abc",
+        patch="d",
+        test_patch=TEST_PATCH,
+        ecosystem="python",  # as collect sets it
+    )
 
 
 @dataclass
 class Ctx:
+    """What validate_one reads of a context besides the runner (see test_collect_validate)."""
+
     runs_dir: Path
+    repos_dir: Path | None = None
+    cache_dir: Path = Path("/nonexistent")
+    envs: Any = field(default_factory=lambda: type("Envs", (), {"overrides": []})())
 
 
 def test_network_failures_read_the_failure_text() -> None:
@@ -193,3 +205,15 @@ def test_a_rejection_keeps_its_costs_across_a_pickle() -> None:
 
     rej = pickle.loads(pickle.dumps(Rejected("network", "offline", {"cpu_seconds": 1.5})))
     assert (rej.stage, rej.reason, rej.facts) == ("network", "offline", {"cpu_seconds": 1.5})
+
+
+@dataclass
+class Judged(Run):
+    failure: str | None = None
+
+
+def test_a_run_whose_reporting_was_judged_tampered_with_is_unusable(tmp_path: Path) -> None:
+    tampered = Judged({}, exit_code=1, failure="the tests' reporting was tampered with: x")
+    with pytest.raises(Rejected) as info:
+        validate_one(_task(), Ctx(tmp_path), tmp_path, runner=_runner(tampered, tampered))  # type: ignore[arg-type]
+    assert info.value.stage == "infra" and "tampered" in info.value.reason

@@ -43,6 +43,9 @@ class Run:
 @dataclass
 class Ctx:
     runs_dir: Path
+    repos_dir: Path = None
+    cache_dir: Path = Path("/nonexistent")
+    envs: object = field(default_factory=lambda: type("Envs", (), {"overrides": []})())
 
 TEST_PATCH = ("diff --git a/tests/t.py b/tests/t.py\n--- a/tests/t.py\n+++ b/tests/t.py\n"
               "@@ -1 +1,2 @@\n x = 1\n+def test_a(): pass\n")
@@ -59,7 +62,8 @@ def runner(task, patch, ctx, log_dir):
     return Run(after if patch else before)
 
 tasks = [Task(instance_id=f"r{i % 4}__x-{i}", repo=f"r{i % 4}/x", base_commit="abc",
-              patch="diff", test_patch=TEST_PATCH) for i in range(n)]
+              patch="diff", test_patch=TEST_PATCH, ecosystem="python")
+         for i in range(n)]
 validate(tasks, out, Ctx(out.parent), runner=runner, workers=2)
 """
 

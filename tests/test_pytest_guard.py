@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import importlib.util
 import json
 import os
 import shutil
@@ -279,3 +280,31 @@ def test_the_runner_and_the_guard_run_from_their_copy_compiled_once(
     monkeypatch.setattr(compiled, "HERE", here)
     changed = compiled.compiled_runner(cache, version, python)
     assert changed is not None and changed.parent != runner.parent
+
+
+SUBTESTS = """
+import unittest
+
+
+class TestSub(unittest.TestCase):
+    def test_all_good(self):
+        for i in range(3):
+            with self.subTest(i=i):
+                self.assertLess(i, 3)
+
+    def test_one_bad(self):
+        for i in range(3):
+            with self.subTest(i=i):
+                self.assertLess(i, 2)
+"""
+
+
+def test_pytest_s_own_subtest_reports_are_genuine(tmp_path: Path) -> None:
+    # pytest 9 reports each unittest subTest with _pytest.subtests.SubtestReport: not tampering.
+    if importlib.util.find_spec("_pytest.subtests") is None:
+        pytest.skip("this pytest has no subtests of its own (pytest < 9)")
+    run = _guarded_run(Path(sys.prefix), tmp_path, tamper=False, extra_test=SUBTESTS)
+    assert run is not None and run.problems == []
+    assert run.statuses["tests/test_x.py::TestSub::test_all_good"] == "passed"
+    assert run.statuses["tests/test_x.py::TestSub::test_one_bad"] == "failed"
+    assert run.exitstatus == 1 and b'name="test_one_bad"' in (run.xml or b"")

@@ -114,13 +114,18 @@ def _check(run: _TestRun, phase: str) -> dict[str, str]:
         raise Rejected("patch", f"the reference patch does not apply: {run.patch_error}")
     if run.error:
         raise Rejected("infra", f"{phase}-run failed: {run.error}")
+    # The reporting was judged tampered with: by the reference patch or the base itself, so
+    # its results say nothing (and a guard mistake must show as such, not as "no test").
+    failure = getattr(run, "failure", None)
+    if failure:
+        raise Rejected("infra", f"{phase}-run unusable: {failure}")
     return statuses(run)
 
 
 def _per_file_reason(probe: _TestRun, files: list[str]) -> str | None:
     """Why the before state must be run per test module ("import" or "crash"), None when the
     whole before-run is usable; Rejected when it is hopeless."""
-    if probe.patch_error:
+    if probe.patch_error or getattr(probe, "failure", None):
         _check(probe, "before")
     if probe.error:
         if crashed(probe.exit_code, probe.error):

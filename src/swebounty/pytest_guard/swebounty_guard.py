@@ -73,6 +73,7 @@ class Guard:
         self.modules = {}
         self.snapshots = {}
         self.report_types = ()
+        self.test_reports = ()
         self.config = None
         self.session = None
         self.exitstatus = None
@@ -133,6 +134,9 @@ class Guard:
             for klass in AssertionRewritingHook.__mro__:  # importlib.abc's classes among them
                 self.genuine.remember_class(klass)
         self.report_types = (TestReport, CollectReport)
+        # pytest 9 reports unittest's subTests with a class of its own, imported above
+        subtests = sys.modules.get("_pytest.subtests")  # (default plugins, before the workspace)
+        self.test_reports = (TestReport, getattr(subtests, "SubtestReport", TestReport))
 
     def _problem(self, text):
         if text not in self.problems and len(self.problems) < _MAX_PROBLEMS:
@@ -158,11 +162,12 @@ class Guard:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report):
-        if type(report) is not self.report_types[0]:
+        if type(report) not in self.test_reports:
             self._problem("a test report is a %s, not pytest's TestReport" % type(report))
         self._check_tracers()
         record = self.records.setdefault(report.nodeid, {})
-        record[report.when] = report.outcome
+        if record.get(report.when) != "failed":  # a failed subtest fails its test, as in JUnit
+            record[report.when] = report.outcome
         if hasattr(report, "wasxfail"):
             record["xfail"] = True
 
