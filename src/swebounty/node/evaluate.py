@@ -227,6 +227,7 @@ def run_node_tests(
         return
     workspace, env, project = ready.workspace, ready.env, ready.project
     task_env, out_dir = ready.task_env, ready.out_dir
+    extra_env = dict(task.env_spec.env) if task.env_spec else {}  # as prepare_node gave them
     expected = task.FAIL_TO_PASS + task.PASS_TO_PASS
     files, whole_suite = files_to_run(
         workspace, js_test_files(task.test_patch), task.test_patch, expected, _file_prefix
