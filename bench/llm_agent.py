@@ -44,6 +44,18 @@ RESULTS = Path(__file__).parent / "results"
 # llama-cpp-python forces a tool call only when it is named: with --force-bash every answer is a
 # bash call (grammar-constrained), so the run exercises the tools; it ends at the step limit.
 FORCE_BASH = {"type": "function", "function": {"name": "bash"}}
+# Some VMs advertise AMX (amx_tile in /proc/cpuinfo) and grant ARCH_REQ_XCOMP_PERM, yet trap on
+# its instructions: llama.cpp built natively then dies with "invalid opcode" in libggml-cpu at the
+# first answer. ggml skips AMX when that arch_prctl fails, so --no-amx starts the server under a
+# seccomp filter that makes it fail (EPERM); nothing else changes.
+NO_AMX = """
+import errno, os, sys
+import pyseccomp as seccomp
+f = seccomp.SyscallFilter(defaction=seccomp.ALLOW)
+f.add_rule(seccomp.ERRNO(errno.EPERM), "arch_prctl", seccomp.Arg(0, seccomp.EQ, 0x1023))
+f.load()
+os.execv(sys.argv[1], sys.argv[1:])
+"""
 
 
 def gguf_path(server_python: str) -> Path:
@@ -66,8 +78,10 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(server_python: str, gguf: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
-    argv = [server_python, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1",
+def start_server(
+    server_python: str, gguf: Path, port: int, log: Path, *, no_amx: bool = False
+) -> subprocess.Popen[bytes]:
+    argv = [*([sys.executable, "-c", NO_AMX] if no_amx else []), server_python, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1",
             "--port", str(port), "--model_alias", MODEL, "--n_ctx", "8192",
             "--chat_format", "chatml-function-calling"]  # fmt: skip
     proc = subprocess.Popen(argv, stdout=log.open("wb"), stderr=subprocess.STDOUT)
@@ -125,6 +139,9 @@ def main() -> None:
         "--force-bash", action="store_true", help="force every answer to be a bash tool call"
     )
     parser.add_argument("--agent", choices=("llm", "mini-swe-agent"), default="llm")
+    parser.add_argument(
+        "--no-amx", action="store_true", help="keep llama.cpp off AMX (a VM that traps on it)"
+    )
     parser.add_argument("--cache-dir", type=Path, default=Path("~/.cache/swebounty").expanduser())
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
@@ -140,7 +157,7 @@ def main() -> None:
     port = free_port()
     log = work / "llama_server.log"
     console.print(f"serving {gguf.name} on 127.0.0.1:{port} (log: {log})")
-    server = start_server(args.server_python, gguf, port, log)
+    server = start_server(args.server_python, gguf, port, log, no_amx=args.no_amx)
     runs = work / "runs"
     argv = [sys.executable, "-m", "swebounty", "run", "--demo", "--agent", args.agent,
             "--model", MODEL, "--base-url", f"http://127.0.0.1:{port}/v1",
