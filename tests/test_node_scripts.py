@@ -55,6 +55,10 @@ def test_build_steps_are_what_npm_test_runs_first() -> None:
     assert build_steps(_package(test="npm-run-all build test:*", build="babel src -d lib",
                                 **{"test:unit": "mocha"})) == ["npm run build"]  # fmt: skip
     assert build_steps(_package(test="mocha && npm run build", build="x")) == []
+    # dayjs: a script before the suite that runs its time-zone tests after printing the date.
+    dayjs = _package(("jest",), test="TZ=Pacific/Auckland npm run test-tz && jest",
+                     **{"test-tz": "date && jest test/timezone.test --coverage=false"})  # fmt: skip
+    assert build_steps(dayjs) == []
 
 
 def test_a_build_the_tests_import(tmp_path: Path) -> None:
@@ -63,7 +67,14 @@ def test_a_build_the_tests_import(tmp_path: Path) -> None:
     package = _package(test="mocha", build="node build.js")
     assert needs_build(package, tmp_path, ["test/a.test.js"])
     assert not needs_build(package, tmp_path, ["test/b.test.js"])
-    assert needs_build({**package, "main": "dist/index.js"}, tmp_path, [])
+    # A `main` the checkout lacks counts only when a test imports the package itself.
+    built_main = {**package, "name": "pkg", "main": "dist/index.js"}
+    assert not needs_build(built_main, tmp_path, ["test/b.test.js"])
+    (tmp_path / "test" / "c.test.js").write_text("const pkg = require('..')\n")
+    (tmp_path / "test" / "d.test.js").write_text("import pkg from 'pkg'\n")
+    assert needs_build(built_main, tmp_path, ["test/c.test.js"])
+    assert needs_build(built_main, tmp_path, ["test/d.test.js"])
+    assert not needs_build(package, tmp_path, ["test/c.test.js"])  # no main: nothing built
     assert steps_for(package, tmp_path, ["test/a.test.js"]) == ["npm run build"]
     assert steps_for(_package(test="mocha"), tmp_path, ["test/a.test.js"]) == []  # no build
 

@@ -303,6 +303,8 @@ _CHECKERS = {
     "stylelint", "markdownlint", "dtslint", "tsd", "depcheck", "publint", "attw", "biome",
     "oxlint", "knip", "commitlint", "lint-staged", "size-limit", "check-dts", "flow",
 }  # fmt: skip
+# Programs that build nothing (dayjs's test-tz script prints the `date` first).
+_NO_OPS = {"echo", "date", "true", "clear", "printf", "sleep", "cat"}
 _CHECK_SCRIPT = re.compile(r"lint|format|prettier|typecheck|type-check|types?$|check|flow", re.I)
 
 
@@ -355,7 +357,7 @@ def _steps(scripts: dict[str, Any], name: str, depth: int) -> tuple[list[str], b
                     steps.append(f"npm run {shlex.quote(sub)}")
             continue
         base = Path(program[0]).name
-        if base in _CHECKERS or (base == "tsc" and "--noEmit" in program):
+        if base in _CHECKERS | _NO_OPS or (base == "tsc" and "--noEmit" in program):
             continue
         steps.append(segment.strip())
     return steps, False

@@ -26,7 +26,9 @@ log = logging.getLogger(__name__)
 
 EvalContext = Any  # evalcontext.EvalContext (imported by the modules that import this one)
 
-_IMPORT = re.compile(r"""(?:require\(\s*|\bfrom\s+|\bimport\s*\(\s*)['"](\.{1,2}/[^'"\s]+)['"]""")
+_IMPORT = re.compile(
+    r"""(?:require\(\s*|\bfrom\s+|\bimport\s*\(\s*)['"](\.{1,2}(?:/[^'"\s]*)?)['"]"""
+)
 _RESOLVE = ("", ".js", ".cjs", ".mjs", ".ts", ".json", "/index.js", "/index.ts", "/package.json")
 _MAX_TEST_FILE = 1 << 20
 
@@ -41,11 +43,14 @@ def steps_for(package: dict[str, Any], workspace: Path, test_files: list[str]) -
 
 
 def needs_build(package: dict[str, Any], workspace: Path, test_files: list[str]) -> bool:
-    """Whether the tests import what the checkout does not hold: the package's `main`, or a
-    relative import of a test file (built output the build script makes)."""
+    """Whether the tests import what the checkout does not hold (built output the build
+    script makes): a relative import of a test file that resolves to nothing, or the package
+    itself (`require('..')`, its own name) when its `main` is not in the checkout. A `main`
+    that is missing but that no test imports does not count (dayjs's is its minified build)."""
     main = package.get("main")
-    if isinstance(main, str) and main.strip() and not _resolves(workspace, main.strip()):
-        return True
+    main_missing = isinstance(main, str) and bool(main.strip())
+    main_missing = main_missing and not _resolves(workspace, str(main).strip())
+    name = package.get("name")
     for rel in test_files:
         try:
             data = safefs.read_beneath(workspace, rel, _MAX_TEST_FILE)
@@ -54,9 +59,20 @@ def needs_build(package: dict[str, Any], workspace: Path, test_files: list[str])
         text = data.decode("utf-8", errors="replace") if data else ""
         for target in _IMPORT.findall(text):
             path = posixpath.normpath(posixpath.join(posixpath.dirname(rel), target))
-            if not _resolves(workspace, path):
+            if path == "." and main_missing:
                 return True
+            if path != "." and not _resolves(workspace, path):
+                return True
+        if main_missing and isinstance(name, str) and _imports_package(text, name):
+            return True
     return False
+
+
+def _imports_package(text: str, name: str) -> bool:
+    quoted = re.escape(name)
+    return bool(
+        re.search(rf"""(?:require\(\s*|\bfrom\s+|\bimport\s*\(\s*)['"]{quoted}['"]""", text)
+    )
 
 
 def _resolves(workspace: Path, rel: str) -> bool:
