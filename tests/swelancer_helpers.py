@@ -54,3 +54,33 @@ def write_csv(path: Path, header: list[str], rows: list[dict[str, Any]]) -> Path
         writer.writeheader()
         writer.writerows(rows)
     return path
+
+
+# IC tasks: a row, and its folder beside the CSV.
+IC_COMMIT = "2b791c9f3053c1682ddcb50ab036deb3e55a7542"
+SETUP = """\
+diff --git a/src/hooks/useHtmlPaste/index.ts b/src/hooks/useHtmlPaste/index.ts
+index 6199a36..9354725 100644
+--- a/src/hooks/useHtmlPaste/index.ts
++++ b/src/hooks/useHtmlPaste/index.ts
+@@ -1,3 +1,3 @@
+ const a = 1;
+-paste(Parser.htmlToMarkdown(html));
++paste(html);
+ const b = 2;
+"""
+TEST = "from playwright.sync_api import expect\n\ndef test_paste(page):\n    assert page\n"
+
+
+def ic_row(qid: str, folders: list[str]) -> dict[str, Any]:
+    return {"question_id": qid, "variant": "ic_swe", "price": "4000.0", "price_limit": "2000000",
+            "prompt": prompt("Pasting bold text from Google Docs").replace("addressing", "fixing"),
+            "manager_data": "", "manager_commit": "", "acceptable_folders": repr(folders),
+            "cwd": "/app/expensify"}  # fmt: skip
+
+
+def folder(root: Path, name: str, **files: str) -> None:
+    path = root / "issues" / name
+    path.mkdir(parents=True)
+    for file, text in files.items():
+        (path / file.replace("__", ".")).write_text(text)

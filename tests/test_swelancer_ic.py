@@ -5,50 +5,31 @@ patch reversed, and whose browser tests stay hidden; a row without its folder sa
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from swebounty.agents.base import PublicTask
 from swebounty.formats import load_file
-from swelancer_helpers import OLD_HEADER, manager_data, manager_row, prompt, write_csv
-
-COMMIT = "2b791c9f3053c1682ddcb50ab036deb3e55a7542"
-SETUP = """\
-diff --git a/src/hooks/useHtmlPaste/index.ts b/src/hooks/useHtmlPaste/index.ts
-index 6199a36..9354725 100644
---- a/src/hooks/useHtmlPaste/index.ts
-+++ b/src/hooks/useHtmlPaste/index.ts
-@@ -1,3 +1,3 @@
- const a = 1;
--paste(Parser.htmlToMarkdown(html));
-+paste(html);
- const b = 2;
-"""
-TEST = "from playwright.sync_api import expect\n\ndef test_paste(page):\n    assert page\n"
-
-
-def ic_row(qid: str, folders: list[str]) -> dict[str, Any]:
-    return {"question_id": qid, "variant": "ic_swe", "price": "4000.0", "price_limit": "2000000",
-            "prompt": prompt("Pasting bold text from Google Docs").replace("addressing", "fixing"),
-            "manager_data": "", "manager_commit": "", "acceptable_folders": repr(folders),
-            "cwd": "/app/expensify"}  # fmt: skip
-
-
-def folder(root: Path, name: str, **files: str) -> None:
-    path = root / "issues" / name
-    path.mkdir(parents=True)
-    for file, text in files.items():
-        (path / file.replace("__", ".")).write_text(text)
+from swelancer_helpers import (
+    IC_COMMIT,
+    OLD_HEADER,
+    SETUP,
+    TEST,
+    folder,
+    ic_row,
+    manager_data,
+    manager_row,
+    write_csv,
+)
 
 
 def test_ic_rows_with_their_folders_are_e2e_fix_tasks(tmp_path: Path) -> None:
-    folder(tmp_path, "14294", commit_id__txt=COMMIT + "\n", bug_reintroduce__patch=SETUP,
+    folder(tmp_path, "14294", commit_id__txt=IC_COMMIT + "\n", bug_reintroduce__patch=SETUP,
            test__py=TEST, revert_command__txt="", flow__mitm="\x00recorded")  # fmt: skip
-    folder(tmp_path, "7", commit_id__txt=COMMIT, issue_introduction__patch=SETUP, test__py=TEST,
+    folder(tmp_path, "7", commit_id__txt=IC_COMMIT, issue_introduction__patch=SETUP, test__py=TEST,
            revert_command__txt="")  # fmt: skip
     folder(
         tmp_path,
         "8",
-        commit_id__txt=COMMIT,
+        commit_id__txt=IC_COMMIT,
         issue_introduction__patch="",
         test__py=TEST,
         revert_command__txt="git reset --hard 75bf54eb0166d846af9836bd6e95787b143bc15e\n",
@@ -59,7 +40,7 @@ def test_ic_rows_with_their_folders_are_e2e_fix_tasks(tmp_path: Path) -> None:
     assert errors == []
     paste, seven, reset, manager = tasks
     assert (paste.kind, paste.ecosystem, paste.test_kind) == ("fix", "node", "e2e")
-    assert paste.base_commit == COMMIT and paste.setup_patch == SETUP
+    assert paste.base_commit == IC_COMMIT and paste.setup_patch == SETUP
     assert "-paste(html);\n+paste(Parser.htmlToMarkdown(html));" in paste.patch
     assert paste.test_patch.startswith("diff --git a/swelancer/14294/test.py")
     assert paste.FAIL_TO_PASS == ["swelancer/14294/test.py"]
@@ -78,8 +59,8 @@ def test_ic_rows_with_their_folders_are_e2e_fix_tasks(tmp_path: Path) -> None:
 
 def test_an_ic_row_without_its_folder_or_its_state_says_what_is_missing(tmp_path: Path) -> None:
     folder(tmp_path, "9", commit_id__txt="not a commit", test__py=TEST)
-    folder(tmp_path, "10", commit_id__txt=COMMIT, test__py=TEST)
-    folder(tmp_path, "11", commit_id__txt=COMMIT, bug_reintroduce__patch=SETUP)
+    folder(tmp_path, "10", commit_id__txt=IC_COMMIT, test__py=TEST)
+    folder(tmp_path, "11", commit_id__txt=IC_COMMIT, bug_reintroduce__patch=SETUP)
     rows = [ic_row("5", ["5", "5_1"]), ic_row("9", ["9"]), ic_row("10", ["10"]),
             ic_row("11", ["11"]), ic_row("12", ["../etc"])]  # fmt: skip
     tasks, errors = load_file(write_csv(tmp_path / "swelancer_tasks.csv", OLD_HEADER, rows))

@@ -29,6 +29,7 @@ from swebounty.agents.prices import Price, cost_usd
 from swebounty.agents.session import SessionError, open_session
 from swebounty.evalcontext import EvalContext
 from swebounty.grading import HACK_FLAGS
+from swebounty.needs import cannot_run, missing
 from swebounty.repos import RepoError, ensure_mirror
 from swebounty.runs import evaluate_one, log_dir_for
 from swebounty.store import Store
@@ -71,8 +72,12 @@ def run_attempt(
     )
     started_at = datetime.now(timezone.utc)
     start = time.monotonic()
+    lacks = missing(task, repos_dir=ctx.repos_dir, cache_dir=ctx.cache_dir)
     try:
-        if without:
+        if lacks and agent.uses_session and not without:
+            result = AgentResult(status="infra_error", stop_reason="infrastructure",
+                                 error=cannot_run(lacks))  # fmt: skip
+        elif without:
             log.warning("%s: %s; the agent sees the issue and the proposals only", task.instance_id,
                         without)  # fmt: skip
             result = agent.run(public, None)

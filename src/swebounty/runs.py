@@ -27,6 +27,7 @@ from swebounty.evalcontext import EvalContext
 from swebounty.frameworks import grade_run
 from swebounty.grading import grade
 from swebounty.limitations import limitation
+from swebounty.needs import cannot_run, missing
 from swebounty.outcomes import swebench_instance_report
 from swebounty.sandbox._process import kill_running
 from swebounty.store import Store
@@ -68,6 +69,13 @@ def log_dir_for(runs_dir: Path, run_id: str, instance_id: str, attempt: int) -> 
 def evaluate_one(task: Task, submission: Submission, ctx: EvalContext, log_dir: Path) -> Verdict:
     """Grade one submission in a fresh workspace."""
     start = time.monotonic()
+    if lacks := missing(task, repos_dir=ctx.repos_dir, cache_dir=ctx.cache_dir):
+        # Said before any work: everything the machine lacks, not the first thing that fails.
+        verdict = Verdict(instance_id=task.instance_id, attempt=submission.attempt,
+                          model_name_or_path=submission.model_name_or_path, status="error",
+                          empty_patch=submission.is_empty, reason=cannot_run(lacks),
+                          base_failures=ctx.base_failures)  # fmt: skip
+        return _finish(verdict, submission, ctx, log_dir, start)
     if task.kind == "pick":
         verdict = grade(task, submission, outcomes=None, exit_code=None, patch_method=None)
     else:

@@ -73,6 +73,26 @@ class EnvSpec(BaseModel):
     app_port: int | None = Field(None, description="e2e tasks: the port the app listens on")
 
 
+class Requirements(BaseModel):
+    """What running a task takes beyond what swebounty builds itself, checked before any work
+    (needs.py): a task that lacks any is an `error` naming each, never the model's failure."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    local_clone: str | None = Field(
+        None, description="the repository must be cloned here already (too large to clone on "
+        "demand): how to get it",
+    )  # fmt: skip
+    files: list[str] = Field(
+        default_factory=list, description="absolute paths of files the tests read (flows)"
+    )
+    programs: list[str] = Field(
+        default_factory=list, description="programs on PATH the tests' runtime starts"
+    )
+    services: list[str] = Field(default_factory=list, description="of the service catalog")
+    browser: bool = Field(False, description="a headless Chromium driven by Playwright")
+
+
 class Task(BaseModel):
     """One unit of work. Field names follow SWE-bench so its datasets load as they are."""
 
@@ -101,6 +121,9 @@ class Task(BaseModel):
     proposals: list[str] = Field(default_factory=list, description="pick tasks: the candidates")
     accepted_proposal: int | None = Field(None, description="pick tasks: index of the real choice")
     env_spec: EnvSpec | None = None
+    requires: Requirements | None = Field(
+        None, description="what running it takes beyond what swebounty builds (needs.py)"
+    )
     repo_url: str | None = Field(None, description="where to clone from, if not GitHub")
     ecosystem: Literal["python", "node"] | None = Field(
         None,

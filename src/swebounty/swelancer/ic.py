@@ -11,8 +11,9 @@ The task: base commit plus `setup_patch` (the bug put back: setups.py makes that
 workspace's only commit); the reference fix is the setup patch reversed; the hidden tests are
 `test_patch` (each folder's test.py under `swelancer/<folder>/`), never in the agent's
 workspace; the folder's place is kept (`swelancer_folders`) for what is not text (the flows).
-What running it takes beyond a clone is data (`swelancer_needs`): the services and the hosts
-SWE-Lancer's runtime starts (ansible, mitmproxy, nginx, pusher-fake), which `needs.py` checks.
+What running it takes is data (`requires`: the clone, the flows, the programs and services
+SWE-Lancer's runtime starts, a browser), which needs.py checks before any work, so each task's
+verdict names everything this machine lacks; the app it serves is `swelancer_app`.
 """
 
 from __future__ import annotations
@@ -38,18 +39,13 @@ _MAX_TEXT = 16 << 20
 _RESET = re.compile(r"\s*git reset --hard ([0-9a-f]{7,40})\s*")
 _COMMIT = re.compile(r"[0-9a-f]{7,40}")
 # What SWE-Lancer's runtime (runtime_scripts/, its Docker image) starts around the tests: the
-# app's dev server on https://dev.new.expensify.com:8082, mitmproxy replaying flow.mitm for the
-# backend, nginx and pusher-fake for the websockets, Chromium driven by Playwright from pytest.
-NEEDS = {
-    "app": {"cmd": ["npm", "run", "web"], "port": 8082, "host": "dev.new.expensify.com"},
-    "services": [
-        {"name": "replay", "package": "mitmproxy", "flows": "flow.mitm",
-         "hosts": ["www.expensify.com", "secure.expensify.com"], "tls": True},
-        {"name": "pusher-fake", "program": "pusher-fake"},
-        {"name": "nginx", "program": "nginx"},
-    ],
-    "tests": {"packages": ["pytest", "playwright"], "browser": "chromium"},
-}  # fmt: skip
+# app's dev server (npm run web, https://dev.new.expensify.com:8082), mitmproxy replaying each
+# folder's flow.mitm for the backend, nginx and pusher-fake for the websockets, and Chromium
+# driven by Playwright from pytest. As data, checked before any work by needs.py.
+CLONE = "Expensify/App, about 3.2 GB: git clone --bare https://github.com/Expensify/App.git"
+PROGRAMS = ["nginx", "pusher-fake"]
+SERVICES = ["mitmproxy-replay"]
+APP = {"cmd": ["npm", "run", "web"], "port": 8082, "host": "dev.new.expensify.com", "tls": True}
 
 
 def _text(path: Path) -> str | None:
@@ -139,6 +135,13 @@ def ic_task(row: dict[str, str], split: str, root: Path) -> dict[str, Any]:
         "swelancer_variant": "ic_swe",
         "swelancer_folders": [str(p.resolve()) for p in present],
         "swelancer_missing_folders": [n for n in names if not (issues / n).is_dir()],
-        "swelancer_needs": NEEDS,
+        "requires": {
+            "local_clone": CLONE,
+            "files": [str((p / "flow.mitm").resolve()) for p in present],
+            "programs": PROGRAMS,
+            "services": SERVICES,
+            "browser": True,
+        },
+        "swelancer_app": APP,
         "source_dataset": "SWE-Lancer",
     }
