@@ -19,6 +19,8 @@ the tests are told where it is through the variables the catalog names (`HTTPBIN
               service, TLS ended with tlsgen.py's certificate (standard library only)
     tlsgen    on the host, with the service's environment: the stand-in hosts' certificate,
               signed by a CA whose key is never written
+    replay    a backend answering from recorded mitmproxy flows (SWE-Lancer's flow.mitm),
+              standard library only; not yet a catalog service a task can name
 
 Stand-in hosts: a service may answer for internet host names the tests use literally
 (catalog `hosts`, plus names a repository's overrides route to it); inside the sandbox they
