@@ -20,7 +20,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from swebounty.collect.batch import validate
-from swebounty.collect.pipeline import CollectOptions, collect, parse_repo_arg
+from swebounty.collect.pipeline import CollectOptions, collect
+from swebounty.collect.repolist import parse_repo_arg
 from swebounty.evalcontext import EvalContext
 from swebounty.tasks import load_tasks
 

@@ -14,7 +14,8 @@ import pytest
 from collect_helpers import GitRepo
 from swebounty.collect.batch import validate
 from swebounty.collect.gates import Gates, change_id, network_failures
-from swebounty.collect.pipeline import CollectOptions, collect, parse_repo_arg
+from swebounty.collect.pipeline import CollectOptions, collect
+from swebounty.collect.repolist import parse_repo_arg
 from swebounty.collect.validate import Rejected, validate_one
 from swebounty.tasks import Task, load_tasks
 

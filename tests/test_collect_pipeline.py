@@ -16,7 +16,8 @@ from collect_helpers import WidgetRepo, build_widget_repo
 from swebounty.cli.collect import register
 from swebounty.collect.github import GitHubAuthError, GitHubClient
 from swebounty.collect.mining import GitError
-from swebounty.collect.pipeline import CollectOptions, RepoSource, collect, parse_repo_arg
+from swebounty.collect.pipeline import CollectOptions, collect
+from swebounty.collect.repolist import RepoSource, parse_repo_arg
 from swebounty.tasks import load_tasks
 
 SINCE = datetime(2024, 3, 1, tzinfo=timezone.utc)

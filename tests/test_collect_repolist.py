@@ -94,3 +94,28 @@ def test_collect_needs_some_repository(tmp_path: Path) -> None:
         _cli(), ["collect", "--since", "2024-03-01", "--repos", str(tmp_path / "none.txt")]
     )
     assert result.exit_code != 0 and "does not exist" in result.output
+
+
+def test_repositories_mined_in_parallel_give_what_one_at_a_time_gives(
+    widget: WidgetRepo, tmp_path: Path
+) -> None:
+    clones = tmp_path / "clones"
+    clones.mkdir()
+    _empty_repo(clones / "other__empty")
+    listing = tmp_path / "repos.txt"
+    listing.write_text(f"acme/widget={widget.path}\nother/empty\nacme/copy={widget.path}\n")
+    outputs = {}
+    for workers in ("1", "3"):
+        out = tmp_path / workers / "c.jsonl"
+        args = ["collect", "--repos", str(listing), "--repos-dir", str(clones), "--git-only",
+                "--since", "2024-03-01", "-o", str(out), "--workers", workers]  # fmt: skip
+        result = runner.invoke(_cli(), args, catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        log = load_repo_log(out.with_name("c.repos.json"))
+        assert {r: x.status for r, x in log.items()} == {
+            "acme/widget": "done", "other/empty": "failed", "acme/copy": "done"
+        }  # fmt: skip
+        outputs[workers] = sorted(t.instance_id for t in load_tasks(out)[0])
+    # A copy of a repository under another name is not a duplicate of it: duplicates are
+    # judged within a repository, so the outcome never depends on which thread came first.
+    assert outputs["1"] == outputs["3"] and len(outputs["1"]) == 16

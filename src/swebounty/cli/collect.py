@@ -34,7 +34,8 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 
     from swebounty.collect.github import GitHubClient
-    from swebounty.collect.pipeline import CollectOptions, RepoSource
+    from swebounty.collect.pipeline import CollectOptions
+    from swebounty.collect.repolist import RepoSource
 
 # The names of `collect.filters.FILTERS`, for --help without importing the filters (a test
 # keeps the two equal).
@@ -61,6 +62,9 @@ def collect_cmd(
     repos_dir: Annotated[
         Path | None, typer.Option(help="folder of clones named owner__name, for --repos")
     ] = None,
+    workers: Annotated[
+        int, typer.Option(help="repositories mined at once (git-only; API mode: one)")
+    ] = 1,
     output: Annotated[Path, typer.Option("-o", "--output", help="candidates JSONL")] = Path(
         "candidates.jsonl"
     ),
@@ -110,8 +114,9 @@ def collect_cmd(
     from swebounty.collect.filters import FILTERS, FilterConfig
     from swebounty.collect.github import GitHubClient, GitHubError
     from swebounty.collect.mining import GitError
-    from swebounty.collect.pipeline import CollectOptions, collect, parse_repo_arg
+    from swebounty.collect.pipeline import CollectOptions, collect
     from swebounty.collect.pricing import PricingConfig
+    from swebounty.collect.repolist import parse_repo_arg
     from swebounty.collect.split import SplitRules
 
     setup_logging(verbose, quiet, log_level)
@@ -119,6 +124,8 @@ def collect_cmd(
     end = parse_date(until, "--until") if until else None
     if end is not None and end <= start:
         raise fail("--until must be after --since")
+    if workers < 1:
+        raise fail(f"--workers must be 1 or more, not {workers}")
     if not repos and repo_list is None:
         raise fail("name the repositories: clone paths or owner/name, or --repos FILE")
     try:
@@ -168,6 +175,7 @@ def collect_cmd(
                 on_fix=on_fix,
                 on_repo=on_repo,
                 fresh=fresh,
+                workers=workers,
             )
         except (GitHubError, GitError) as exc:
             partial = output.with_name(output.name + ".partial")
@@ -199,8 +207,7 @@ def collect_cmd(
 def _listed_sources(path: Path, repos_dir: Path | None, *, git_only: bool) -> list[RepoSource]:
     """The sources of a --repos file; a repository whose clone is missing is kept with its
     problem, so it is reported as failed while the others run."""
-    from swebounty.collect.pipeline import RepoSource
-    from swebounty.collect.repolist import read_repo_list
+    from swebounty.collect.repolist import RepoSource, read_repo_list
 
     if not path.is_file():
         raise ValueError(

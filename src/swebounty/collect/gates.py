@@ -1,8 +1,9 @@
 """Quality gates a benchmark needs beyond "a test fails before and passes after".
 
 What SWE-bench Verified's reviewers rejected, made mechanical (each one counted in the funnel):
-- **duplicates**: the same change landing twice (a cherry-pick, a backport merged forward, a
-  revert and re-land) is one task, not two: later copies are rejected (`duplicate`);
+- **duplicates**: the same change landing twice in a repository (a cherry-pick, a backport
+  merged forward, a revert and re-land) is one task, not two: later copies are rejected
+  (`duplicate`);
 - **tests that need the network**: grading is offline, so a test failing for want of the
   network (netfail.py's signatures) can never be graded; a candidate whose only failing tests
   are such is rejected (`network`), and the ones it has are recorded;
@@ -47,7 +48,8 @@ def change_id(patch: str, test_patch: str) -> str:
 
 
 def known_changes(candidates: Path) -> dict[str, str]:
-    """change id -> instance id of the candidates already in a (partial) candidates file."""
+    """`repo:change id` -> instance id of the candidates already in a (partial) candidates
+    file."""
     found: dict[str, str] = {}
     if not candidates.exists():
         return found
@@ -57,8 +59,8 @@ def known_changes(candidates: Path) -> dict[str, str]:
         except json.JSONDecodeError:
             continue
         cid = record.get("change_id")
-        if isinstance(cid, str) and cid not in found:
-            found[cid] = str(record.get("instance_id"))
+        if isinstance(cid, str):
+            found.setdefault(f"{record.get('repo')}:{cid}", str(record.get("instance_id")))
     return found
 
 

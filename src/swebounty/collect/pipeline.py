@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 import logging
-import re
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -31,20 +32,17 @@ from swebounty.collect.mining import (
     fix_for_commit,
     linked_issues,
     mine_fixes,
-    open_repo,
     release_before,
     repo_slug,
 )
 from swebounty.collect.pricing import PricingConfig, apply_price
-from swebounty.collect.repolist import RepoLog, RepoRecord, repo_log_path
+from swebounty.collect.repolist import RepoLog, RepoRecord, RepoSource, repo_log_path
 from swebounty.collect.sink import Sink
 from swebounty.collect.split import SplitRules, split_diff
 from swebounty.envs.node_project import ecosystem_of
 from swebounty.tasks import Task
 
 log = logging.getLogger(__name__)
-
-_SLUG = re.compile(r"^[\w.-]+/[\w.-]+$")
 
 
 class CollectOptions(BaseModel):
@@ -61,35 +59,6 @@ class CollectOptions(BaseModel):
         description="API mode: keep PRs without a linked issue, stated by the PR text",
     )
     max_hint_chars: int = 10000
-
-
-@dataclass
-class RepoSource:
-    """One repository to mine: its clone, and whether the GitHub API enriches it."""
-
-    path: Path
-    repo: str | None = None  # owner/name; None: from the clone's origin remote
-    api: bool = False
-    problem: str | None = None  # why this repository cannot be mined (its clone is missing)
-
-
-def parse_repo_arg(
-    arg: str, repo_path: Path | None = None, *, git_only: bool = False
-) -> RepoSource:
-    """REPO as given on the command line: a clone path (git-only), `owner/name` with
-    --repo-path, or `owner/name=CLONE`. The last two use the API unless `git_only` (then
-    owner/name only names the repository)."""
-    if "=" in arg and _SLUG.match(arg.split("=", 1)[0]):
-        slug, path = arg.split("=", 1)
-        return RepoSource(open_repo(path), slug, api=not git_only)
-    if Path(arg).expanduser().exists() or not _SLUG.match(arg):
-        return RepoSource(open_repo(arg))
-    if repo_path is None:
-        raise ValueError(
-            f"{arg} looks like owner/name: give its clone with --repo-path CLONE "
-            f"(or write {arg}=CLONE), or pass the clone's path for git-only mode"
-        )
-    return RepoSource(open_repo(repo_path), arg, api=not git_only)
 
 
 @dataclass
@@ -138,6 +107,7 @@ def collect(
     on_fix: Callable[[str, str], None] | None = None,
     on_repo: Callable[[str, str], None] | None = None,
     fresh: bool = False,
+    workers: int = 1,
 ) -> CollectSummary:
     """Mine every source and write candidates to `output`; rejects (with stage and reason) to
     `rejects` (default `<output stem>.rejects.jsonl`), each repository's record to
@@ -145,7 +115,8 @@ def collect(
     `on_repo(repo, outcome)` after each repository, for progress display. Fixes already decided
     in `output`/`rejects` (or their partial files) are skipped unless `fresh`. A repository
     that fails (a missing clone, a git error) is recorded and the others go on; only what stops
-    every repository (a refused token, a rate limit longer than allowed) stops the run."""
+    every repository (a refused token, a rate limit longer than allowed) stops the run.
+    `workers` repositories are mined at once (git-only; API mode mines one at a time)."""
     rejects = rejects or output.with_name(output.stem + ".rejects.jsonl")
     sink = Sink(output, rejects, fresh=fresh)
     summary = CollectSummary()
@@ -153,15 +124,18 @@ def collect(
         raise ValueError("owner/name sources need a GitHub client (API mode)")
     repo_log = RepoLog(repo_log_path(output), fresh=fresh)
     changes = known_changes(sink.partial)  # change id -> first candidate, for duplicates
-    for source in sources:
+    lock = threading.Lock()
+
+    def one(source: RepoSource) -> None:
         repo = source.repo or repo_slug(source.path)
         record = RepoRecord(repo=repo, clone=None if source.problem else str(source.path))
-        repo_log.update(record)
+        with lock:
+            repo_log.update(record)
         start = time.monotonic()
         try:
             if source.problem:
                 raise GitError(source.problem)
-            _mine_one(source, repo, options, client, sink, summary, record, changes, on_fix)
+            _mine_one(source, repo, options, client, sink, summary, record, changes, on_fix, lock)
         except GitHubAuthError:
             raise  # a refused token refuses every repository: stop, resumable
         except GitHubError as exc:
@@ -175,14 +149,24 @@ def collect(
         else:
             record.status = "done"
         record.seconds = round(time.monotonic() - start, 1)
-        repo_log.update(record)
+        with lock:
+            repo_log.update(record)
+            if record.status == "failed":
+                summary.failed_repos[repo] = record.error or ""
         if record.status == "failed":
-            summary.failed_repos[repo] = record.error or ""
             log.warning("%s: %s", repo, record.error)
-            if on_repo is not None:
-                on_repo(repo, f"failed: {record.error}")
-        elif on_repo is not None:
-            on_repo(repo, f"{record.fixes} fixes")
+        if on_repo is not None:
+            on_repo(repo, f"failed: {record.error}" if record.status == "failed" else
+                    f"{record.fixes} fixes")  # fmt: skip
+
+    # The API client keeps one token rotation: API-mode repositories are mined one at a time.
+    if workers <= 1 or any(s.api for s in sources):
+        for source in sources:
+            one(source)
+    else:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            for future in [pool.submit(one, s) for s in sources]:
+                future.result()  # a fatal error (a refused token) stops the run
     sink.finish()
     summary_path = output.with_name(output.stem + ".summary.json")
     summary_path.write_text(json.dumps(summary.as_dict(), indent=2), encoding="utf-8")
@@ -199,6 +183,7 @@ def _mine_one(
     record: RepoRecord,
     changes: dict[str, str],
     on_fix: Callable[[str, str], None] | None,
+    lock: threading.Lock,
 ) -> None:
     """Every fix of one repository, decided and written to `sink`; a change already collected
     (`changes`: change id -> instance id) is a duplicate."""
@@ -207,29 +192,35 @@ def _mine_one(
                                       direct_commits=options.direct_commits)
     )  # fmt: skip
     for fix, pr in fixes:
-        summary.fixes += 1
         record.fixes += 1
         iid = instance_id(repo, fix)
-        if iid in sink.known:
-            summary.resumed += 1
-            continue
+        with lock:
+            summary.fixes += 1
+            if iid in sink.known:
+                summary.resumed += 1
+                continue
         try:
             try:
                 task = _candidate(fix, iid, pr, options, client if source.api else None)
             except GitError as exc:  # one unreadable commit: that fix, not the repository
                 raise _Reject("git", (str(exc) or "git failed").splitlines()[0]) from exc
-            cid = str((task.model_extra or {}).get("change_id"))
-            if cid in changes:
-                raise _Reject("duplicate", f"the same change as {changes[cid]} (cherry-pick)")
-            changes[cid] = iid
+            # Within one repository: mined in order, so the first copy is kept whatever the
+            # number of workers (a fork listed beside its origin is the list's own duplicate).
+            cid = f"{repo}:{(task.model_extra or {}).get('change_id')}"
+            with lock:
+                first = changes.setdefault(cid, iid)
+            if first != iid:
+                raise _Reject("duplicate", f"the same change as {first} (cherry-pick)")
         except _Reject as rej:
-            summary.rejected[rej.stage] += 1
+            with lock:
+                summary.rejected[rej.stage] += 1
             sink.reject(_reject_record(iid, fix, rej))
             outcome = f"rejected: {rej.reason}"
         else:
             sink.add(task)
-            summary.candidates += 1
-            summary.per_repo[repo] += 1
+            with lock:
+                summary.candidates += 1
+                summary.per_repo[repo] += 1
             outcome = "candidate"
         if on_fix is not None:
             on_fix(iid, outcome)

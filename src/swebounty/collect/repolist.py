@@ -1,4 +1,5 @@
-"""Many repositories in one run: the `--repos FILE` list, and each repository's own record.
+"""Naming the repositories to mine: a command-line argument (`RepoSource`), a `--repos FILE`
+list, and each repository's own record of the run.
 
 A list names one repository a line: `owner/name` (its clone is `REPOS_DIR/owner__name`) or
 `owner/name=CLONE`; blank lines and `#` comments are skipped. A line that names no clone that
@@ -21,9 +22,38 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from swebounty.collect.mining import GitError
+from swebounty.collect.mining import GitError, open_repo
 
 _SLUG = re.compile(r"^[\w.-]+/[\w.-]+$")
+
+
+@dataclass
+class RepoSource:
+    """One repository to mine: its clone, and whether the GitHub API enriches it."""
+
+    path: Path
+    repo: str | None = None  # owner/name; None: from the clone's origin remote
+    api: bool = False
+    problem: str | None = None  # why this repository cannot be mined (its clone is missing)
+
+
+def parse_repo_arg(
+    arg: str, repo_path: Path | None = None, *, git_only: bool = False
+) -> RepoSource:
+    """REPO as given on the command line: a clone path (git-only), `owner/name` with
+    --repo-path, or `owner/name=CLONE`. The last two use the API unless `git_only` (then
+    owner/name only names the repository)."""
+    if "=" in arg and _SLUG.match(arg.split("=", 1)[0]):
+        slug, path = arg.split("=", 1)
+        return RepoSource(open_repo(path), slug, api=not git_only)
+    if Path(arg).expanduser().exists() or not _SLUG.match(arg):
+        return RepoSource(open_repo(arg))
+    if repo_path is None:
+        raise ValueError(
+            f"{arg} looks like owner/name: give its clone with --repo-path CLONE "
+            f"(or write {arg}=CLONE), or pass the clone's path for git-only mode"
+        )
+    return RepoSource(open_repo(repo_path), arg, api=not git_only)
 
 
 @dataclass
@@ -43,8 +73,6 @@ def clone_dir(repos_dir: Path, repo: str) -> Path:
 def read_repo_list(path: Path, repos_dir: Path | None = None) -> list[RepoLine]:
     """The repositories a list names, in order, each once. Raises ValueError for a line that is
     not `owner/name[=CLONE]` (a typo must not silently shrink the benchmark)."""
-    from swebounty.collect.mining import open_repo
-
     lines: list[RepoLine] = []
     seen: set[str] = set()
     for n, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
