@@ -76,3 +76,17 @@ def test_swelancer_ic_tasks_say_what_this_machine_lacks(
     assert attempt.status == "infra_error" and attempt.seconds < 5  # refused before any work
     report = json.loads((runs / "gold" / "report.json").read_text())
     assert report["error_ids"] == ["14294"]
+
+
+def test_an_agent_may_not_mount_a_task_folder(tmp_path: Path) -> None:
+    folder(tmp_path, "14294", commit_id__txt=IC_COMMIT, bug_reintroduce__patch=SETUP,
+           test__py=TEST, revert_command__txt="")  # fmt: skip
+    data = tmp_path / "data"
+    data.mkdir()
+    dataset = write_csv(data / "swelancer_tasks.csv", OLD_HEADER, [ic_row("14294", [])])
+    (tmp_path / "issues").rename(data / "issues")
+    result = CliRunner().invoke(app, ["run", str(dataset), "--agent", "command", "--command",
+                                      "true", "--mount", str(data / "issues" / "14294"),
+                                      "--runs-dir", str(tmp_path / "runs"),
+                                      "--cache-dir", str(tmp_path / "cache")])  # fmt: skip
+    assert result.exit_code != 0 and "would show the agent" in result.output
