@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from swebounty.envs.requirements import (
-    ToxConfig,
     dependency_groups,
     find_requirement_files,
     poetry_constraint,
     read_requirement_file,
 )
+from swebounty.envs.tox import ToxConfig
 
 if sys.version_info >= (3, 11):
     import tomllib

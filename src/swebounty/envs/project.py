@@ -25,12 +25,12 @@ from swebounty.envs.ci import ci_python_versions
 from swebounty.envs.interpreters import PythonEvidence
 from swebounty.envs.models import DepSet
 from swebounty.envs.requirements import (
-    ToxConfig,
     clean_requirement,
     dependency_groups,
     find_requirement_files,
     read_requirement_file,
 )
+from swebounty.envs.tox import ToxConfig
 
 if sys.version_info >= (3, 11):
     import tomllib
