@@ -90,6 +90,7 @@ def _run(message: str) -> TestRun:
         patch_method="git apply",
         env_key="env-1",
         framework="pytest",
+        ecosystem="python",
     )
 
 
@@ -123,3 +124,8 @@ def test_only_the_base_s_skip_reasons_choose_what_is_installed(
     passed = _run("")
     passed.outcomes["tests/test_a.py::test_a"] = TestOutcome("passed")
     assert not completion.complete_env(_task(), passed, ctx)
+    # A Node task's skipped tests name no Python distribution: nothing is built or asked.
+    node_run = _run("requires cftime")
+    node_run.ecosystem, node_run.framework = "node", "node"
+    assert not completion.complete_env(_task(), node_run, ctx, is_base=True)
+    assert asked[-1] == ["cftime"] and len(asked) == 2

@@ -39,6 +39,8 @@ def skipped_ids(task: Task, tr: TestRun) -> list[str]:
 def complete_env(task: Task, tr: TestRun, ctx: BaseContext, *, is_base: bool = False) -> bool:
     """True when the environment of `tr` was completed with what the base's skip reasons
     name (run the tests again); `is_base`: `tr` is the unpatched base's own run."""
+    if tr.ecosystem != "python":
+        return False  # what skip reasons name are Python distributions
     skipped = skipped_ids(task, tr)
     if not skipped or tr.env_key is None:
         return False

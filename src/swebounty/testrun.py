@@ -57,7 +57,7 @@ def run_tests(task: Task, patch: str, ctx: RunContext, log_dir: Path) -> TestRun
     crash: str | None = None
     try:
         task, framework = resolve(task, ctx)
-        result.framework = framework.name
+        result.framework, result.ecosystem = framework.name, task.ecosystem
         result.test_files = framework.test_files(task)
         crash = framework.run(task, patch, ctx, log_dir, scratch, result)
     except FrameworkError as exc:

@@ -84,6 +84,7 @@ class TestRun:
     crash: str | None = None  # the run gave no usable results (whose fault: baseline.attribute)
     services: list[ServiceUse] = field(default_factory=list)  # test services that stood in
     framework: str | None = None  # the registry's name of the framework that ran the tests
+    ecosystem: str | None = None  # the task's, as the registry decided it (ecosystems.py)
     # Test files or modules whose tests could not be collected (they failed to import), and why.
     uncollected: dict[str, str] = field(default_factory=dict)
     limitation: str | None = None  # the harness cannot run this task's tests at all: why
