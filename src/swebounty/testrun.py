@@ -21,7 +21,7 @@ import uuid
 from pathlib import Path
 
 from swebounty.envs import EnvBuildError
-from swebounty.frameworks import FrameworkError, resolve
+from swebounty.frameworks import FrameworkError, resolve, stamp
 from swebounty.frameworks.base import RunContext, TestRun
 from swebounty.frameworks.python import build_task_env, workspace_and_env
 from swebounty.integrity import IntegrityError
@@ -57,8 +57,7 @@ def run_tests(task: Task, patch: str, ctx: RunContext, log_dir: Path) -> TestRun
     crash: str | None = None
     try:
         task, framework = resolve(task, ctx)
-        result.framework, result.ecosystem = framework.name, task.ecosystem
-        result.test_files = framework.test_files(task)
+        stamp(result, task, framework)
         crash = framework.run(task, patch, ctx, log_dir, scratch, result)
     except FrameworkError as exc:
         result.error = result.limitation = str(exc)

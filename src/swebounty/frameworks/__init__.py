@@ -33,6 +33,7 @@ __all__ = [
     "framework_for",
     "grade_run",
     "resolve",
+    "stamp",
 ]
 
 
@@ -65,6 +66,13 @@ def resolve(task: Task, ctx: RunContext) -> tuple[Task, Framework]:
     except EcosystemError as exc:
         raise FrameworkError(str(exc)) from exc
     return task, framework_for(task, ctx)
+
+
+def stamp(run: TestRun, task: Task, framework: Framework) -> None:
+    """Record on `run` which framework runs it, the task's ecosystem as decided, and the test
+    files the framework will run."""
+    run.framework, run.ecosystem = framework.name, task.ecosystem
+    run.test_files = framework.test_files(task)
 
 
 def framework_for(task: Task, ctx: RunContext, tree: BaseTree | None = None) -> Framework:
