@@ -48,12 +48,18 @@ def test_a_script_that_is_a_program_of_the_project_s_own(tmp_path: Path) -> None
 
 def test_build_steps_are_what_npm_test_runs_first() -> None:
     assert build_steps(_package(pretest="npm run lint && npm run build", test="mocha",
-                                lint="eslint .", build="tsc")) == ["npm run build"]  # fmt: skip
+                                lint="eslint .", build="tsc")) == ["( tsc )  # npm run build"]  # fmt: skip
     steps = build_steps(_package(test="tsc --noEmit && npm run build && nyc mocha", build="x"))
-    assert steps == ["npm run build"]
+    assert steps == ["( x )  # npm run build"]
+    # Run without npm: its pre and post scripts, and the scripts it runs, inlined.
+    nested = _package(test="npm run build && mocha", prebuild="rimraf lib",
+                      build="npm run compile -- --quiet && yarn copy", compile="tsc", copy="cp a b")  # fmt: skip
+    assert build_steps(nested) == [
+        "( rimraf lib ) && ( ( ( tsc ) ) -- --quiet && ( ( cp a b ) ) )  # npm run build"
+    ]
     assert build_steps(_package(test="rollup -c && mocha test/")) == ["rollup -c"]
     assert build_steps(_package(test="npm-run-all build test:*", build="babel src -d lib",
-                                **{"test:unit": "mocha"})) == ["npm run build"]  # fmt: skip
+                                **{"test:unit": "mocha"})) == ["( babel src -d lib )  # npm run build"]  # fmt: skip
     assert build_steps(_package(test="mocha && npm run build", build="x")) == []
     # dayjs: a script before the suite that runs its time-zone tests after printing the date.
     dayjs = _package(("jest",), test="TZ=Pacific/Auckland npm run test-tz && jest",
@@ -67,6 +73,13 @@ def test_a_build_the_tests_import(tmp_path: Path) -> None:
     package = _package(test="mocha", build="node build.js")
     assert needs_build(package, tmp_path, ["test/a.test.js"])
     assert not needs_build(package, tmp_path, ["test/b.test.js"])
+    # TypeScript: a declaration file, and the ESM style that names the output of a .ts file.
+    (tmp_path / "src" / "types.d.ts").write_text("export type T = 1\n")
+    (tmp_path / "src" / "util.ts").write_text("export const u = 1\n")
+    (tmp_path / "test" / "e.test.ts").write_text(
+        "import {T} from '../src/types'\nimport {u} from '../src/util.js'\n"
+    )
+    assert not needs_build(package, tmp_path, ["test/e.test.ts"])
     # A `main` the checkout lacks counts only when a test imports the package itself.
     built_main = {**package, "name": "pkg", "main": "dist/index.js"}
     assert not needs_build(built_main, tmp_path, ["test/b.test.js"])
@@ -75,7 +88,9 @@ def test_a_build_the_tests_import(tmp_path: Path) -> None:
     assert needs_build(built_main, tmp_path, ["test/c.test.js"])
     assert needs_build(built_main, tmp_path, ["test/d.test.js"])
     assert not needs_build(package, tmp_path, ["test/c.test.js"])  # no main: nothing built
-    assert steps_for(package, tmp_path, ["test/a.test.js"]) == ["npm run build"]
+    assert steps_for(package, tmp_path, ["test/a.test.js"]) == [
+        "( node build.js )  # npm run build"
+    ]
     assert steps_for(_package(test="mocha"), tmp_path, ["test/a.test.js"]) == []  # no build
 
 

@@ -354,10 +354,36 @@ def _steps(scripts: dict[str, Any], name: str, depth: int) -> tuple[list[str], b
                     if reached:
                         return steps, True
                 elif sub in scripts and not _CHECK_SCRIPT.search(sub) and sub != "pretest":
-                    steps.append(f"npm run {shlex.quote(sub)}")
+                    steps.append(script_step(scripts, sub))
             continue
         base = Path(program[0]).name
         if base in _CHECKERS | _NO_OPS or (base == "tsc" and "--noEmit" in program):
             continue
         steps.append(segment.strip())
     return steps, False
+
+
+# `npm run X`, `yarn X`, `pnpm run X` in a script's text: X is run as npm would run it.
+_RUN_SCRIPT = re.compile(r"\b(?:npm|pnpm|yarn)\s+(?:run(?:-script)?\s+)?([\w:.@/-]+)")
+
+
+def script_step(scripts: dict[str, Any], name: str) -> str:
+    """Script `name` as one shell command, run without npm (whose own release may not run on
+    the task's Node: npm 11 refuses Node 14): its `pre`/`post` scripts around it and the
+    `npm run Y` in it replaced by Y's text; a comment says which script it is."""
+    return f"{_script_text(scripts, name, 0)}  # npm run {name}"
+
+
+def _script_text(scripts: dict[str, Any], name: str, depth: int) -> str:
+    parts = [
+        scripts[n] for n in (f"pre{name}", name, f"post{name}") if isinstance(scripts.get(n), str)
+    ]
+    text = " && ".join(f"( {part} )" for part in parts)
+    if depth >= 5:
+        return text
+
+    def inline(m: re.Match[str]) -> str:
+        sub = m[1]
+        return f"( {_script_text(scripts, sub, depth + 1)} )" if sub in scripts else m[0]
+
+    return _RUN_SCRIPT.sub(inline, text)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from swebounty import safefs
-from swebounty.envs.node_scripts import RunnerCall, build_steps, test_script
+from swebounty.envs.node_scripts import RunnerCall, build_steps, script_step, test_script
 from swebounty.node.buildcache import build_key, keep, listing, restore
 from swebounty.sandbox.base import Mount, Policy
 
@@ -29,7 +29,8 @@ EvalContext = Any  # evalcontext.EvalContext (imported by the modules that impor
 _IMPORT = re.compile(
     r"""(?:require\(\s*|\bfrom\s+|\bimport\s*\(\s*)['"](\.{1,2}(?:/[^'"\s]*)?)['"]"""
 )
-_RESOLVE = ("", ".js", ".cjs", ".mjs", ".ts", ".json", "/index.js", "/index.ts", "/package.json")
+_EXTENSIONS = (".js", ".cjs", ".mjs", ".jsx", ".ts", ".cts", ".mts", ".tsx", ".d.ts", ".json")
+_RESOLVE = ("", *_EXTENSIONS, *(f"/index{e}" for e in _EXTENSIONS), "/package.json")
 _MAX_TEST_FILE = 1 << 20
 
 
@@ -39,7 +40,7 @@ def steps_for(package: dict[str, Any], workspace: Path, test_files: list[str]) -
     scripts = package.get("scripts")
     if steps or not isinstance(scripts, dict) or not isinstance(scripts.get("build"), str):
         return steps
-    return ["npm run build"] if needs_build(package, workspace, test_files) else []
+    return [script_step(scripts, "build")] if needs_build(package, workspace, test_files) else []
 
 
 def needs_build(package: dict[str, Any], workspace: Path, test_files: list[str]) -> bool:
@@ -79,9 +80,11 @@ def _resolves(workspace: Path, rel: str) -> bool:
     rel = posixpath.normpath(rel.removeprefix("./"))
     if rel.startswith("..") or rel.startswith("/"):
         return True  # outside the checkout: not the build's to make
-    for suffix in _RESOLVE:
+    # TypeScript's ESM style names the output (`./a.js` for `./a.ts`).
+    stem = re.sub(r"\.[cm]?jsx?$", "", rel)
+    for candidate in [rel + suffix for suffix in _RESOLVE] + [stem + e for e in _EXTENSIONS]:
         try:
-            if safefs.exists_beneath(workspace, rel + suffix):
+            if safefs.exists_beneath(workspace, candidate):
                 return True
         except OSError:
             continue
