@@ -176,3 +176,20 @@ def test_extensions_build_once_per_inputs_and_again_for_a_patch(
     empty = _evaluate(small, "empty", "empty")
     assert all(v.status in ("unresolved", "error") for v in empty.values())
     assert not any(v.status == "resolved" for v in empty.values())
+
+
+def test_a_base_that_cannot_build_names_what_it_lacks() -> None:
+    from swebounty.envs.failures import StepFailed, native_cause
+
+    header = "src/ft2font.h:10:10: fatal error: ft2build.h: No such file or directory\n"
+    assert "ft2build.h is missing" in (native_cause(header) or "")
+    assert native_cause("error: command 'gcc' failed: No such file or directory") == (
+        "no gcc compiler on this machine (install one)"
+    )
+    assert "libqhull_r" in (native_cause("/usr/bin/ld: cannot find -lqhull_r") or "")
+    assert native_cause("error: Cython is not installed") is None
+    failed = StepFailed("build the extensions", "build", header)
+    assert failed.describe() == (
+        "build the extensions failed: the C header ft2build.h is missing: a system "
+        "library's development package is not installed"
+    )
