@@ -16,7 +16,7 @@ from fake_index import fake_uv, spec
 from repo_helpers import git_repo
 from swebounty import completion
 from swebounty.envs import DepSet, EnvManager
-from swebounty.envs.complete import wanted_modules
+from swebounty.envs.complete import marker_reasons, wanted_modules
 from swebounty.tasks import Task
 from swebounty.testing import TestOutcome
 from swebounty.testrun import TestRun
@@ -129,3 +129,17 @@ def test_only_the_base_s_skip_reasons_choose_what_is_installed(
     node_run.ecosystem, node_run.framework = "node", "node"
     assert not completion.complete_env(_task(), node_run, ctx, is_base=True)
     assert asked[-1] == ["cftime"] and len(asked) == 2
+
+
+def test_a_skip_marker_named_for_a_module_names_it_when_the_reason_does_not() -> None:
+    source = (
+        "import pytest\n\n\n@requires_dask\nclass TestVariable:\n"
+        "    def test_other(self):\n        pass\n\n"
+        "    @requires_pint_0_15(reason='Need __dask_tokenize__')\n"
+        "    @pytest.mark.parametrize('x', [1])\n"
+        "    def test_tokenize(self, x):\n        pass\n"
+    )
+    found = marker_reasons(source, "xarray/tests/test_dask.py::TestVariable::test_tokenize[1]")
+    assert found == ["requires dask", "requires pint"]
+    assert marker_reasons(source, "t.py::TestVariable::test_other") == ["requires dask"]
+    assert marker_reasons(source, "t.py::test_missing") == []

@@ -18,13 +18,15 @@ import uuid
 
 from swebounty import safefs
 from swebounty.baseline import BaseContext, base_run
-from swebounty.envs.complete import wanted_modules
+from swebounty.envs.complete import marker_reasons, wanted_modules
 from swebounty.envs.probe import own_roots
 from swebounty.frameworks import grade_run
 from swebounty.tasks import Submission, Task
 from swebounty.testrun import TestRun, workspace_and_env
 
 log = logging.getLogger(__name__)
+
+MAX_TEST_FILE = 8 << 20
 
 
 def skipped_ids(task: Task, tr: TestRun) -> list[str]:
@@ -59,6 +61,10 @@ def complete_env(task: Task, tr: TestRun, ctx: BaseContext, *, is_base: bool = F
             return True  # the spec's environment was completed meanwhile
         minor = ".".join(env.interpreter.split(".")[:2])
         site = env.path / "lib" / f"python{minor}" / "site-packages"
+        for test_id in skipped:  # the markers, where the reason does not name the module
+            source = safefs.read_beneath(workspace, test_id.split("::")[0], MAX_TEST_FILE)
+            if source is not None:
+                reasons += marker_reasons(source.decode(errors="replace"), test_id)
         modules = wanted_modules(reasons, site, own_roots(workspace))
         if not modules:
             return False

@@ -79,6 +79,31 @@ def wanted_modules(reasons: list[str], site: Path, roots: set[str]) -> list[str]
     return found[:MAX_MODULES]
 
 
+_MARKER = re.compile(r"\brequires?_([A-Za-z][A-Za-z0-9]*)")
+
+
+def marker_reasons(source: str, test_id: str) -> list[str]:
+    """Skip markers named for a module above a test and its class (xarray's
+    `@requires_pint_0_15(reason="Need __dask_tokenize__")`: the reason names no module, the
+    marker does), as reasons `wanted_modules` reads: `requires pint`."""
+    parts = [p.split("[", 1)[0] for p in test_id.split("::")[1:]]
+    lines = source.splitlines()
+    found: list[str] = []
+    for name in parts:
+        head = re.compile(rf"\s*(?:async\s+)?(?:def|class)\s+{re.escape(name)}\b")
+        for i, line in enumerate(lines):
+            if not head.match(line):
+                continue
+            j = i - 1
+            while j >= 0 and not re.match(r"\s*(?:async\s+)?(?:def|class)\s", lines[j]):
+                if not lines[j].strip():
+                    break
+                found += [f"requires {m}" for m in _MARKER.findall(lines[j])]
+                j -= 1
+            break
+    return found
+
+
 def distribution(module: str) -> str:
     return IMPORT_NAMES.get(module, module)
 
