@@ -46,13 +46,12 @@ def complete_env(task: Task, tr: TestRun, ctx: BaseContext, *, is_base: bool = F
     skipped = skipped_ids(task, tr)
     if not skipped or tr.env_key is None:
         return False
-    if is_base:
-        reasons = [tr.outcomes[t].message for t in skipped if t in tr.outcomes]
-        if len(reasons) < len(skipped):  # ids matched by prefix: read them as the base does
-            reasons = _base_reasons(task, tr, ctx, skipped)
-    else:
-        reasons = _base_reasons(task, tr, ctx, skipped)
-    if not reasons:
+    if is_base and all(t in tr.outcomes for t in skipped):
+        at_base = {t: tr.outcomes[t].message for t in skipped}
+    else:  # ids matched by prefix, or a submission's run: the base's own run says
+        at_base = _base_skips(task, tr, ctx, skipped)
+    reasons = [message for message in at_base.values() if message]
+    if not at_base:
         return False
     scratch = ctx.work_dir / f"complete-{task.instance_id}-{uuid.uuid4().hex[:8]}"
     try:
@@ -61,7 +60,7 @@ def complete_env(task: Task, tr: TestRun, ctx: BaseContext, *, is_base: bool = F
             return True  # the spec's environment was completed meanwhile
         minor = ".".join(env.interpreter.split(".")[:2])
         site = env.path / "lib" / f"python{minor}" / "site-packages"
-        for test_id in skipped:  # the markers, where the reason does not name the module
+        for test_id in at_base:  # the markers, where the reason does not name the module
             source = safefs.read_beneath(workspace, test_id.split("::")[0], MAX_TEST_FILE)
             if source is not None:
                 reasons += marker_reasons(source.decode(errors="replace"), test_id)
@@ -74,12 +73,11 @@ def complete_env(task: Task, tr: TestRun, ctx: BaseContext, *, is_base: bool = F
         safefs.remove_tree(scratch)
 
 
-def _base_reasons(task: Task, tr: TestRun, ctx: BaseContext, skipped: list[str]) -> list[str]:
+def _base_skips(task: Task, tr: TestRun, ctx: BaseContext, skipped: list[str]) -> dict[str, str]:
+    """Of `skipped`, the ids the unpatched base skips too, with the base's reason."""
     base = base_run(task, ctx, tr.env_key, tr.services)
-    return [
-        message
+    return {
+        test_id: found[1]
         for test_id in skipped
-        if (found := base.outcomes.get(test_id)) is not None
-        for status, message in [found]
-        if status == "skipped" and message
-    ]
+        if (found := base.outcomes.get(test_id)) is not None and found[0] == "skipped"
+    }
