@@ -14,6 +14,7 @@ a crafted reason must not choose what is installed in an environment other submi
 from __future__ import annotations
 
 import logging
+import re
 import uuid
 
 from swebounty import safefs
@@ -35,7 +36,18 @@ def skipped_ids(task: Task, tr: TestRun) -> list[str]:
         return []
     empty = Submission(instance_id=task.instance_id, model_patch="")
     verdict = grade_run(task, empty, tr)
-    return [t.test_id for t in verdict.tests if t.status == "skipped"]
+    return [
+        t.test_id
+        for t in verdict.tests
+        if t.status == "skipped" or (t.status in _FAILED and _NO_MODULE.search(t.message))
+    ]
+
+
+_FAILED = ("failed", "error")
+# A test that fails (not skips) for want of a module: what a distribution added for a skip
+# may still lack (dask added for `requires dask`, then `No module named 'toolz'`: the array
+# extra's dependency). Only this phrase is read from a failure's message.
+_NO_MODULE = re.compile(r"No module named '?[A-Za-z_][\w.]*'?")
 
 
 def complete_env(task: Task, tr: TestRun, ctx: BaseContext, *, is_base: bool = False) -> bool:
@@ -47,7 +59,7 @@ def complete_env(task: Task, tr: TestRun, ctx: BaseContext, *, is_base: bool = F
     if not skipped or tr.env_key is None:
         return False
     if is_base and all(t in tr.outcomes for t in skipped):
-        at_base = {t: tr.outcomes[t].message for t in skipped}
+        at_base = {t: _reason(tr.outcomes[t].status, tr.outcomes[t].message) for t in skipped}
     else:  # ids matched by prefix, or a submission's run: the base's own run says
         at_base = _base_skips(task, tr, ctx, skipped)
     reasons = [message for message in at_base.values() if message]
@@ -77,7 +89,15 @@ def _base_skips(task: Task, tr: TestRun, ctx: BaseContext, skipped: list[str]) -
     """Of `skipped`, the ids the unpatched base skips too, with the base's reason."""
     base = base_run(task, ctx, tr.env_key, tr.services)
     return {
-        test_id: found[1]
+        test_id: _reason(found[0], found[1])
         for test_id in skipped
-        if (found := base.outcomes.get(test_id)) is not None and found[0] == "skipped"
+        if (found := base.outcomes.get(test_id)) is not None
+        and (found[0] == "skipped" or (found[0] in _FAILED and _NO_MODULE.search(found[1])))
     }
+
+
+def _reason(status: str, message: str) -> str:
+    if status == "skipped":
+        return message
+    found = _NO_MODULE.search(message)
+    return found.group(0) if found else ""
