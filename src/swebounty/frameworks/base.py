@@ -9,14 +9,17 @@ task's tests run under, and then asks that one. A framework says:
 - `test_files`: which files of the test patch it runs (also what validation checks);
 - `run`: the whole sandboxed step of one attempt: a fresh workspace at the base commit, the
   submission's patch, its own test infrastructure (runner, settings, configuration) put back
-  as at the base commit (`test_infra_reverted`, and the `hack_flags` that name the change),
-  the hidden tests applied, the runner started in the sandbox, and the per-test results read
-  from a channel the harness owns (the sandbox's result channel, or a place no sandboxed code
-  can write) and cross-checked with the runner's exit status. It fills a `TestRun` and never
-  raises for the task's, the patch's or the infrastructure's problems (see testrun.py);
-- `grade`: the verdict from that `TestRun`, with SWE-bench's test ids matched onto its results
-  (ids as each framework's datasets name them);
-- `build_env`: the task's environment built ahead of a run (`swebounty envs build`).
+  as at the base commit (`test_infra_reverted`), the hidden tests applied, the runner started
+  in the sandbox, and the per-test results read from a channel the harness owns (the
+  sandbox's signed result channel for the Python frameworks; the Node ones still read files
+  the run could write: see node.py) and cross-checked with the runner's exit status. It fills
+  a `TestRun`, including the test modules that could not be collected (`uncollected`: what
+  limitations.py reads), and never raises for the task's, the patch's or the infrastructure's
+  problems (see testrun.py);
+- `grade`: the verdict from that `TestRun`, usually `grading.grade` under the framework's
+  `grading.Rules`: the hack flags its changes raise, which exit statuses it trusts, and how
+  SWE-bench's test ids name its results;
+- `runtime`: the task's environment built ahead of a run (`swebounty envs build`).
 
 A new framework is one module implementing this, listed in the registry: never an `if` in
 the evaluation path.
