@@ -45,10 +45,10 @@ def limitation(task: Task, verdict: Verdict, tr: TestRun, ctx: BaseContext) -> V
         return verdict
     module = sorted(never)[0]
     words = (
-        f"harness limitation: {len(never)} PASS_TO_PASS test module(s) cannot be collected on "
-        f"the unpatched base either, first {module}: {base.uncollected[module][:MAX_LIMITATION]}"
-        "; PASS_TO_PASS tests pass before the fix, so the harness is missing what runs them "
-        "(a runner, settings, a package that imports)"
+        f"harness limitation: {module} cannot be collected on the unpatched base either "
+        f"({base.uncollected[module][:MAX_LIMITATION]}); {len(never)} PASS_TO_PASS test "
+        "module(s) do not, and PASS_TO_PASS tests pass before the fix: the harness lacks what "
+        "runs them (a runner, settings, a package that imports)"
     )
     return verdict.model_copy(
         update={"status": "error", "harness_limitation": words,

@@ -12,6 +12,7 @@ the bare names older datasets use) are matched onto JUnit's by testids.py.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path, PurePosixPath
 
 import defusedxml.ElementTree as DefusedET
@@ -258,7 +259,7 @@ def uncollected(xml: bytes, outcomes: dict[str, TestOutcome]) -> dict[str, str]:
             error is not None) else []  # fmt: skip
         if lines:
             name = ".".join(filter(None, (case.get("classname"), case.get("name"))))
-            errors[name] = lines[-1]
+            errors[name] = re.sub(r"^E\s+", "", lines[-1])  # pytest's mark of error lines
     for path in broken:
         dotted = path.removesuffix(".py").replace("/", ".")
         found = [e for n, e in errors.items()
