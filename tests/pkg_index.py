@@ -97,11 +97,14 @@ class PackageIndex:
         requires: list[str] | None = None,
         setup_py: str | None = None,
         buildable: bool = False,
+        egg_info: bool = False,
     ) -> str:
         """A setuptools source distribution; `filename` may be an old, non-normalized one
         (`Old.Name-1.0.tar.gz`). With `buildable`, it builds here without setuptools (an
         in-tree PEP 517 backend that needs nothing from the index) into a wheel of one module
-        named after the project. Returns its file name."""
+        named after the project, whose metadata requires `requires`. With `egg_info`, it is
+        an sdist of 2012: its PKG-INFO (metadata 1.0) lists no requirement, its
+        `*.egg-info/requires.txt` does. Returns its file name."""
         filename = filename or f"{canonicalize_name(name).replace('-', '_')}-{version}.tar.gz"
         top = filename.removesuffix(".tar.gz").removesuffix(".tar.bz2")
         setup = setup_py or (
@@ -111,6 +114,10 @@ class PackageIndex:
         )
         pkg_info = _metadata(name, version, requires or [], None)
         members = {"setup.py": setup, "PKG-INFO": pkg_info}
+        if egg_info:
+            dist = canonicalize_name(name).replace("-", "_")
+            members["PKG-INFO"] = f"Metadata-Version: 1.0\nName: {name}\nVersion: {version}\n"
+            members[f"{dist}.egg-info/requires.txt"] = "".join(r + "\n" for r in requires or [])
         if buildable:
             members["pyproject.toml"] = (
                 '[build-system]\nrequires = []\nbuild-backend = "tinybackend"\n'

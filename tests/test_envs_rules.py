@@ -305,3 +305,38 @@ def test_a_repack_keeps_plain_members_and_drops_what_could_leave_the_archive() -
         assert tf.getnames() == ["p-1.0/setup.py", "p-1.0/sub"]
         handle = tf.extractfile("p-1.0/setup.py")
         assert handle is not None and handle.read() == b"x = 1\n"
+
+
+def test_an_sdist_of_its_time_is_repaired_from_its_egg_info(tmp_path: Path) -> None:
+    """2012: no wheel, PKG-INFO 1.0 without requirements, `pytz >= 2011k` only in
+    `*.egg-info/requires.txt` (what uv's build turns into metadata it cannot parse)."""
+    newest, older = two_interpreters()
+    index = PackageIndex(tmp_path / "index")
+    ancient = datetime(2010, 1, 1, tzinfo=UTC)
+    index.sdist("calendarish", "0.1", uploaded=ancient, setup_py="raise SystemExit('no')\n")
+    reqs = ["pytz >= 2011k", "six"]
+    index.sdist("calendarish", "2.0", uploaded=OLD, requires=reqs, buildable=True, egg_info=True)
+    index.wheel("pytz", "2014.1", uploaded=OLD)
+    index.wheel("six", "1.15.0", uploaded=OLD)
+    ws = git_repo(tmp_path / "ws", {"README": "x\n"})
+    plans = [DepSet(label="tests", lines=["calendarish"])]
+    with used_by_uv(index, tmp_path / "uv-cache"):
+        env = EnvManager(tmp_path / "cache").ensure(spec(newest, older, plans), ws)
+    assert "calendarish==2.0" in env.lock and "pytz==2014.1" in env.lock
+    assert "metadata of calendarish 2.0 repaired (`pytz >= 2011k` -> `pytz>=2011`)" in "\n".join(
+        env.why
+    )
+    # uv cannot install its build (the built metadata is as bad): the wheel is repaired too.
+    show = "from importlib.metadata import requires; import calendarish; print(requires('calendarish'))"
+    ran = subprocess.run([str(env.python), "-c", show], capture_output=True, text=True)
+    assert ran.returncode == 0 and "pytz>=2011" in ran.stdout, ran.stderr
+
+
+def test_requires_txt_sections_become_markers() -> None:
+    text = "six\n\n[test]\nnose\n[:python_version < '3']\nfutures\n[ssl:sys_platform=='win32']\nx\n"
+    assert metadata.egg_requires(text) == [
+        "six",
+        'nose; extra == "test"',
+        "futures; (python_version < '3')",
+        "x; (sys_platform=='win32') and extra == \"ssl\"",
+    ]

@@ -8,17 +8,26 @@ whose source distribution no longer builds (12-20 minutes per task, then a failu
 a release uv calls invalid is read from the index, each requirement it cannot parse is
 repaired (a version clause that is not a version is cut to its longest valid prefix, `2011k`
 -> `2011`, or dropped), and the repaired metadata is given to uv as `dependency-metadata`,
-so the release of the time is used as it was.
+so the release of the time is used as it was. An sdist whose *built* metadata is invalid
+cannot even be installed by uv: it is built into a wheel (`uv build` reads no metadata), the
+wheel's METADATA repaired the same way, and the wheel handed to uv with the repacked sdists
+(`--find-links`, sdists.py).
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import io
 import logging
+import os
 import re
 import tarfile
+import tempfile
 import zipfile
+from collections.abc import Callable
 from email.parser import HeaderParser
+from pathlib import Path
 
 from packaging.markers import InvalidMarker, Marker
 from packaging.requirements import InvalidRequirement, Requirement
@@ -26,6 +35,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from swebounty.envs.failures import StepFailed
 from swebounty.envs.releases import index_files, version_of
 
 log = logging.getLogger(__name__)
@@ -190,25 +200,147 @@ def _read_metadata(name: str, version: str) -> str | None:
 
 
 def _metadata_in(filename: str, data: bytes) -> str | None:
+    """The core metadata in a wheel or an sdist. An sdist of setuptools' time lists its
+    requirements only in `*.egg-info/requires.txt` (its PKG-INFO, metadata 1.0/1.1, has
+    none), which is what uv's build of it turns into the metadata it then cannot parse."""
+    files: dict[str, bytes] = {}
+    wanted = (".dist-info/METADATA", "/PKG-INFO", ".egg-info/requires.txt")
     try:
         if filename.endswith((".whl", ".zip")):
             with zipfile.ZipFile(io.BytesIO(data)) as zf:
-                names = [
-                    n
-                    for n in zf.namelist()
-                    if n.endswith((".dist-info/METADATA", "/PKG-INFO")) and n.count("/") <= 2
-                ]
-                return zf.read(names[0]).decode("utf-8", "replace") if names else None
-        with tarfile.open(fileobj=io.BytesIO(data)) as tf:
-            for member in tf.getmembers():
-                top = member.isfile() and member.name.count("/") == 1
-                if top and member.name.endswith("/PKG-INFO"):
-                    handle = tf.extractfile(member)
-                    return handle.read().decode("utf-8", "replace") if handle else None
-    except (zipfile.BadZipFile, tarfile.TarError, OSError, KeyError):
+                for n in zf.namelist():
+                    if n.endswith(wanted) and n.count("/") <= 2:
+                        files[n] = zf.read(n)
+        else:
+            with tarfile.open(fileobj=io.BytesIO(data)) as tf:
+                for member in tf.getmembers():
+                    near = member.isfile() and member.name.count("/") <= 2
+                    if near and member.name.endswith(wanted) and (h := tf.extractfile(member)):
+                        files[member.name] = h.read(1 << 20)
+    except (zipfile.BadZipFile, tarfile.TarError, OSError, KeyError, EOFError):
         return None
-    return None
+    meta = sorted((n for n in files if not n.endswith("requires.txt")), key=len)
+    if not meta:
+        return None
+    text = files[meta[0]].decode("utf-8", "replace")
+    requires = [n for n in files if n.endswith("requires.txt")]
+    if "Requires-Dist:" not in text and requires:
+        lines = egg_requires(files[min(requires, key=len)].decode("utf-8", "replace"))
+        head, _, body = text.partition("\n\n")
+        text = head.rstrip("\n") + "".join(f"\nRequires-Dist: {r}" for r in lines) + "\n\n" + body
+    return text
+
+
+def egg_requires(text: str) -> list[str]:
+    """`requires.txt` as Requires-Dist values: `[extra]`, `[:marker]` and `[extra:marker]`
+    sections become markers. Lines are kept as written (repair() reads them leniently)."""
+    out: list[str] = []
+    marker = ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            extra, _, cond = line[1:-1].partition(":")
+            parts = [f"({cond})"] if cond else []
+            parts += [f'extra == "{extra}"'] if extra else []
+            marker = " and ".join(parts)
+            continue
+        out.append(f"{line}; {marker}" if marker else line)
+    return out
 
 
 def _quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+# uv installing (building) an sdist whose built wheel's metadata it cannot parse.
+UNBUILT = re.compile(
+    r"Failed to (?:download and )?build `([A-Za-z0-9][A-Za-z0-9._-]*)==([^`\s]+)`"
+    r"(?:(?!\n\S).)*?Failed to parse metadata from built wheel",
+    re.S,
+)
+
+
+def repair_wheel(
+    name: str,
+    version: str,
+    store: Path,
+    build: Callable[[Path, Path], None],
+) -> Path | None:
+    """For an sdist whose built metadata uv cannot parse (it then cannot install it at all):
+    the sdist built into a wheel by `build(sdist, out_dir)` (uv build, which reads no
+    metadata), the wheel's METADATA repaired as `repair` does, and the wheel put in `store`
+    (the folder uv gets as --find-links). The wheel's path, or None."""
+    import httpx  # rare path
+
+    norm = canonicalize_name(name).replace("-", "_")
+    with tempfile.TemporaryDirectory(prefix="swebounty-wheel-") as tmp:
+        sdist = store / f"{norm}-{version}.tar.gz"  # repacked already (sdists.py)?
+        if not sdist.exists():
+            wanted = Version(version)
+            files = [
+                f
+                for f in index_files(name) or []
+                if str(f.get("filename", "")).endswith((".tar.gz", ".zip"))
+                and version_of(name, str(f.get("filename", ""))) == wanted
+            ]
+            url = files[0].get("url") if files else None
+            if not isinstance(url, str):
+                return None
+            try:
+                resp = httpx.get(url, timeout=120, follow_redirects=True)
+                resp.raise_for_status()
+            except httpx.HTTPError as exc:
+                log.warning("could not download %s: %s", url, exc)
+                return None
+            sdist = Path(tmp) / str(files[0]["filename"])
+            sdist.write_bytes(resp.content)
+        out = Path(tmp) / "out"
+        try:
+            build(sdist, out)
+        except StepFailed as exc:
+            log.warning("could not build %s to repair it: %s", sdist.name, exc.describe())
+            return None
+        wheels = sorted(out.glob("*.whl"))
+        if not wheels:
+            return None
+        store.mkdir(parents=True, exist_ok=True)
+        target = store / wheels[0].name
+        try:
+            _rewrite_metadata(wheels[0], target)
+        except (zipfile.BadZipFile, StopIteration, KeyError, OSError) as exc:
+            log.warning("could not repair %s: %s", wheels[0].name, exc)
+            return None
+    log.info("built %s and repaired its metadata: %s", target.name, name)
+    return target
+
+
+def _rewrite_metadata(wheel: Path, target: Path) -> None:
+    """Copy `wheel` to `target` with its METADATA read leniently, RECORD to match."""
+    with zipfile.ZipFile(wheel) as src:
+        names = src.namelist()
+        meta = next(n for n in names if n.endswith(".dist-info/METADATA") and n.count("/") == 1)
+        record = meta.replace("/METADATA", "/RECORD")
+        head, sep, body = src.read(meta).decode("utf-8", "replace").partition("\n\n")
+        lines = []
+        for line in head.splitlines():
+            key, colon, value = line.partition(": ")
+            if key == "Requires-Dist":
+                value = lenient_requirement(value) or ""
+            elif key == "Requires-Python":
+                value = lenient_specifier(value)
+            if value or key not in ("Requires-Dist", "Requires-Python"):
+                lines.append(f"{key}: {value}" if colon else line)
+        data = ("\n".join(lines) + sep + body).encode()
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        rows = [
+            f"{meta},sha256={digest},{len(data)}" if row.split(",", 1)[0] == meta else row
+            for row in src.read(record).decode().splitlines()
+        ]
+        part = target.with_name(target.name + f".{os.getpid()}.part")
+        with zipfile.ZipFile(part, "w", zipfile.ZIP_DEFLATED) as dst:
+            for n in names:
+                content = data if n == meta else src.read(n)
+                dst.writestr(n, "\n".join(rows) + "\n" if n == record else content)
+        part.replace(target)

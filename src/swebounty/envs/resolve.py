@@ -154,7 +154,7 @@ def resolve_lock(
                 if era is not None:
                     out, allow = era.lock, era.allow
                     notes.append(era.note)
-                notes += uvr.repaired(out)
+                notes += uvr.fixes.notes(out)
                 label = plan.label + "".join(f" + {n}" for n in notes)
                 if tools_cutoff is not None:
                     label += f" + tools as of Python {interp.minor_str} ({tools_cutoff.date()})"

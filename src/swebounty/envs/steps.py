@@ -18,14 +18,13 @@ import os
 import re
 import subprocess
 import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
-from packaging.utils import canonicalize_name
-
-from swebounty.envs import metadata, sdists
 from swebounty.envs.failures import StepFailed, classify
 from swebounty.envs.releases import newest_release_before
+from swebounty.envs.repairs import Repairs
 
 log = logging.getLogger(__name__)
 
@@ -84,12 +83,8 @@ class Uv:
         self.binary = binary
         self.log_path = log_path
         self.offline = offline
-        # Releases whose metadata uv found invalid (metadata.py), repaired or not repairable.
-        self.repairs: dict[tuple[str, str], metadata.Repair | None] = {}
-        # Old sdists uv refuses by name, repacked into `sdist_dir` (sdists.py): name -> the
-        # newest version repacked, None when nothing could be.
-        self.sdist_dir = sdist_dir
-        self.repacked: dict[str, str | None] = {}
+        # What this build repaired of what uv cannot read (repairs.py).
+        self.fixes = Repairs(sdist_dir, log_path.with_name("repaired-metadata.toml"))
 
     def run(
         self,
@@ -114,43 +109,6 @@ class Uv:
             self.offline = True
             argv.append("--offline")
             return run_logged(step, argv, self.log_path, cwd=cwd, env=env, stderr=stderr)
-
-    def repaired(self, lock: str) -> list[str]:
-        """What was repaired in the metadata (or the sdist's name) of releases `lock` pins."""
-        pins = {(canonicalize_name(p.split("==")[0]), p.split("==")[1]) for p in _pins(lock)}
-        said = [r.describe() for key, r in self.repairs.items() if r and key in pins]
-        names = {name for name, _ in pins}
-        return said + [
-            f"{n}'s .tar.bz2/.tgz sdists repacked as .tar.gz (uv refuses their names)"
-            for n, v in self.repacked.items()
-            if v and n in names
-        ]
-
-    def find_links(self) -> list[str]:
-        """`--find-links` of the repacked sdists, when there are any."""
-        folder = self.sdist_dir
-        if folder is None or not folder.is_dir() or not any(folder.glob("*.tar.gz")):
-            return []
-        return ["--find-links", str(folder)]
-
-    def _repack(self, failed: StepFailed, cutoff: datetime | None) -> bool:
-        """Repack the sdists `failed` says uv refused; whether that gave uv anything new."""
-        name = failed.package
-        if failed.kind != "sdist" or not name or self.offline or self.sdist_dir is None:
-            return False
-        name = str(canonicalize_name(name.split("==")[0]))
-        if name in self.repacked:
-            return False
-        self.repacked[name] = sdists.repack(name, cutoff, self.sdist_dir)
-        return self.repacked[name] is not None
-
-    def _metadata_args(self) -> list[str]:
-        fixed = [r for r in self.repairs.values() if r is not None]
-        if not fixed:
-            return []
-        path = self.log_path.with_name("repaired-metadata.toml")
-        path.write_text("\n".join(r.toml() for r in fixed), encoding="utf-8")
-        return ["--config-file", str(path)]
 
     def compile(
         self,
@@ -191,7 +149,7 @@ class Uv:
             try:
                 out = self.run(
                     "resolve dependencies",
-                    [*args[:-1], *self._metadata_args(), *self.find_links(), args[-1]],
+                    [*args[:-1], *self.fixes.args(), args[-1]],
                     cwd=cwd,
                     env=env,
                     stderr=warnings,
@@ -199,15 +157,19 @@ class Uv:
                 failed, said = None, "".join(warnings)
             except StepFailed as exc:
                 failed, said, out = exc, exc.output, ""
-            new = [r for r in metadata.invalid_releases(said) if r not in self.repairs]
-            for name, version in new:
-                fixed = None if self.offline else metadata.repair(name, version)
-                self.repairs[(name, version)] = fixed
-            if not any(self.repairs.get(r) for r in new):
-                if failed is not None and not self._repack(failed, cutoff):
-                    raise failed
-                if failed is None:
-                    return out
+            if self.fixes.metadata(said, self.offline):
+                continue
+            if failed is None:
+                return out
+            if not self.fixes.repack(failed, cutoff, self.offline):
+                raise failed
+
+    def _wheel_builder(self, python: Path, cutoff: datetime | None) -> Callable[[Path, Path], None]:
+        def build(sdist: Path, out: Path) -> None:
+            argv = ["build", "--wheel", "--out-dir", str(out), "--python", str(python)]
+            self.run("build a wheel to repair", [*argv, *cutoff_args(cutoff), str(sdist)])
+
+        return build
 
     def venv(self, python: Path, path: Path) -> None:
         self.run("create venv", ["venv", "--quiet", "--python", str(python), str(path)])
@@ -226,8 +188,16 @@ class Uv:
         # uv's compile step needs py_compile.PycInvalidationMode (3.7+); 3.6 uses compileall.
         if minor >= (3, 7):
             args.append("--compile-bytecode")
-        args += [*cutoff_args(cutoff, allow), *self.find_links()]
-        self.run("install dependencies", [*args, "-r", str(lock)])
+        args += cutoff_args(cutoff, allow)
+        while True:
+            try:
+                self.run("install dependencies", [*args, *self.fixes.args(), "-r", str(lock)])
+                break
+            except StepFailed as exc:
+                if not self.fixes.wheel(
+                    exc, self.offline, self._wheel_builder(venv_python, cutoff)
+                ):
+                    raise
         if minor < (3, 7):
             site = venv_python.parent.parent / "lib" / "python{}.{}".format(*minor)
             # A file of Python 2 syntax in some package fails compileall; the rest is compiled.
@@ -361,10 +331,6 @@ def log_tail(log_path: Path, lines: int = 25) -> str:
     except OSError:
         return "(no build log)"
     return "\n".join(text.rstrip().splitlines()[-lines:])
-
-
-def _pins(lock: str) -> list[str]:
-    return [p.strip() for p in lock.splitlines() if "==" in p and not p.startswith("#")]
 
 
 def pinned(lock: str, name: str) -> str | None:
