@@ -56,6 +56,9 @@ DOCUMENTS = [*(ROOT / "docs" / page for page in PAGES), README]
 SETUP = ("python3 -m venv .venv", ". .venv/bin/activate", "pip install -e ")
 BENCHMARKS = "python bench/"  # by hand: minutes each, and they print their own tables
 NOT_RUN = {
+    "swebounty collect --repos bench/fresh/repos.txt --repos-dir ~/clones --git-only --since "
+    "2026-01-01 --until 2026-09-01 -o candidates.jsonl": "needs clones of the 35 repositories in "
+    "bench/fresh/repos.txt (tests/test_collect_repolist.py runs --repos on repos it builds)",
     "python3 -m pytest": "the test suite itself (.ci/run runs both top lines verbatim)",
     "mkdir -p ~/clones && git clone --bare https://github.com/marshmallow-code/marshmallow "
     "~/clones/marshmallow-code__marshmallow": "needs github.com",
