@@ -4,6 +4,7 @@ run reports, as unittest's own code said it, and what it refuses to believe."""
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -22,6 +23,8 @@ from swebounty.sandbox import Policy, UnsafeSandbox
 
 TESTS = '''
 import unittest
+from unittest import mock
+
 from pkg import f
 
 
@@ -38,6 +41,12 @@ class T(unittest.TestCase):
 
     def test_crash(self):
         raise RuntimeError("boom")
+
+    @mock.patch("os.getcwd", return_value="/nowhere")
+    def test_mocked(self, getcwd):
+        import os
+
+        self.assertEqual(os.getcwd(), "/nowhere")
 
     @unittest.skip("not today")
     def test_skipped(self):
@@ -82,6 +91,11 @@ def _interpreters() -> list[object]:
     return [sys.executable, pytest.param(old or "python3.6", marks=skip, id="py36")]
 
 
+def _base_prefix(python: str) -> str:
+    code = "import sys; print(sys.base_prefix)"
+    return subprocess.run([python, "-c", code], capture_output=True, text=True).stdout.strip()
+
+
 def guarded(
     tmp: Path,
     pkg: str = "def f():\n    return 1\n",
@@ -100,6 +114,7 @@ def guarded(
         "workspace": str(ws), "infra": {"files": {}, "names": [], "suffixes": []},
         "untrusted_files": [str(ws / "pkg" / "__init__.py")],
         "pinned_files": {"tests/test_x.py": tests.encode().hex()}, "setup": None,
+        "trusted_dirs": [_base_prefix(python)],
         **(program or {"module": "unittest", "args": ["-v", "tests.test_x"]}),
     }  # fmt: skip
     write_config(tmp / "config.json", config)
@@ -119,6 +134,7 @@ HONEST = {
     "tests.test_x.T.test_ok": "passed",
     "tests.test_x.T.test_bad": "failed",
     "tests.test_x.T.test_crash": "error",
+    "tests.test_x.T.test_mocked": "passed",
     "tests.test_x.T.test_skipped": "skipped",
     "tests.test_x.T.test_known_bug": "skipped",
     "tests.test_x.T.test_sub": "failed",
@@ -224,6 +240,23 @@ def test_a_look_alike_test_run_by_unittest_itself_is_not_the_hidden_test(tmp_pat
     assert result is not None
     assert statuses(result)["tests.test_x.T.test_bad"] == "failed"
     assert any("a pass of tests.test_x.T.test_bad was not believed" in p for p in result.problems)
+
+
+PATCH_THE_GUARD = """
+import gc
+for _o in gc.get_objects():
+    if type(_o).__name__ == "UnittestGuard":
+        type(_o).record = lambda *a, **k: None
+        break
+def f():
+    return 1
+"""
+
+
+def test_a_patched_recorder_is_a_problem(tmp_path: Path) -> None:
+    result, _ = guarded(tmp_path, pkg=PATCH_THE_GUARD)
+    assert result is not None
+    assert "the harness's own recorder (UnittestGuard) was changed" in result.problems
 
 
 @pytest.mark.parametrize("exit_code", [0, 7])

@@ -15,9 +15,11 @@ from swebounty.frameworks.base import (
     RunContext,
     TestRun,
 )
+from swebounty.frameworks.django import Django
 from swebounty.frameworks.e2e import E2E
 from swebounty.frameworks.node import Node
 from swebounty.frameworks.pytest import Pytest
+from swebounty.frameworks.unittest import Unittest
 from swebounty.tasks import Submission, Task
 from swebounty.verdicts import Verdict
 
@@ -43,7 +45,7 @@ class FrameworkError(Exception):
 
 
 # Most specific first; the Python default last.
-FRAMEWORKS: list[Framework] = [E2E(), Node(), Pytest()]
+FRAMEWORKS: list[Framework] = [E2E(), Node(), Django(), Unittest(), Pytest()]
 
 
 def by_name(name: str) -> Framework:

@@ -8,7 +8,9 @@ writes down each report and passes it on. What a report is worth depends on who 
   forging it can only cost the submission;
 - a pass counts only when unittest's own code reported it (the caller's code object is one of
   unittest's, as they were before the workspace ran), through the recorder that TestCase.run
-  made for that very test, and the test method is genuinely its file's code (genuine.py);
+  made for that very test, and the test method is genuinely its file's code (genuine.py): a
+  file of the workspace the submission did not change, or of the environment (a decorator's
+  wrapper, as mock.patch's);
   any other pass is a problem;
 - a test reported twice keeps the worse report (passed, then an error in tear-down: error).
 At the end it checks unittest's machinery as the pytest guard checks pytest's (machinery.py)
@@ -46,6 +48,9 @@ class UnittestGuard:
         self.machinery = machinery
         self.workspace = os.path.join(os.path.realpath(config["workspace"]), "")
         self.untrusted = {os.path.realpath(p) for p in config.get("untrusted_files", [])}
+        # The environment and the interpreter: read-only in the sandbox (mock.patch's wrapper)
+        self.trusted_dirs = [os.path.join(os.path.realpath(d), "") for d in
+                             config.get("trusted_dirs", [])]  # fmt: skip
         pinned = dict((config.get("infra") or {}).get("files") or {})
         pinned.update(config.get("pinned_files") or {})
         self.genuine = genuine.Genuine(
@@ -57,6 +62,7 @@ class UnittestGuard:
         self.notes = []
         self.modules = {}
         self.snapshots = {}
+        self.own = {}
         self.unittest_codes = set()  # ids of unittest's code objects (kept alive in _codes)
         self._codes = []
         self.exitstatus = None
@@ -98,6 +104,7 @@ class UnittestGuard:
                 self.genuine.remember_module(module, os.path.realpath(path) if path else None)
         self.genuine.remember_class(UnittestGuard)
         self.genuine.remember_class(Recorder)
+        self.own = {k: self.machinery.describe(k) for k in (UnittestGuard, Recorder)}
 
     def _problem(self, text):
         if text not in self.problems and len(self.problems) < _MAX_PROBLEMS:
@@ -168,7 +175,8 @@ class UnittestGuard:
         if method is None:
             return "its test method is not Python code"
         path = os.path.realpath(method.__code__.co_filename)
-        if not path.startswith(self.workspace) or path in self.untrusted:
+        ours = path.startswith(self.workspace) and path not in self.untrusted
+        if not ours and not any(path.startswith(d) for d in self.trusted_dirs):
             return "its test method comes from %s, not from the workspace's tests" % path
         # The module whose globals the method runs with (genuine.check compares them).
         name = dict.get(method.__globals__, "__name__")
@@ -182,6 +190,9 @@ class UnittestGuard:
 
     def verify(self):
         self.genuine.set_modules(list(sys.modules.values()))
+        for klass, before in self.own.items():
+            if self.machinery.describe(klass) != before:
+                self._problem("the harness's own recorder (%s) was changed" % klass.__name__)
         for name, module in self.modules.items():
             now = sys.modules.get(name)
             if now is not None and now is not module:
