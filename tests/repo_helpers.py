@@ -49,3 +49,17 @@ def git_repo(root: Path, files: dict[str, str], *, when: str | None = None) -> P
     for argv in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "base"]):
         subprocess.run(["git", *argv], cwd=root, env=env, check=True, capture_output=True)
     return root
+
+
+def base_clones(repos_dir: Path, repos: list[str], commit: str = "abc") -> Path:
+    """`repos_dir` with a one-commit clone of each of `repos` ("owner/name"), tagged `commit`.
+
+    The framework registry reads a task's base commit to choose its framework (a django runner
+    script?), so tests whose tasks name a made-up base commit give it this: a tree with only a
+    test module, which pytest runs."""
+    for repo in repos:
+        if (repos_dir / repo.replace("/", "__")).exists():
+            continue
+        root = git_repo(repos_dir / repo.replace("/", "__"), {"tests/t.py": "x = 1\n"})
+        subprocess.run(["git", "tag", commit], cwd=root, env=git_env(), check=True)
+    return repos_dir

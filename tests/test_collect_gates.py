@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from collect_helpers import GitRepo
+from repo_helpers import base_clones
 from swebounty.collect.batch import validate
 from swebounty.collect.gates import Gates, change_id, network_failures
 from swebounty.collect.pipeline import CollectOptions, collect
@@ -141,6 +142,10 @@ class Ctx:
     repos_dir: Path | None = None
     cache_dir: Path = Path("/nonexistent")
     envs: Any = field(default_factory=lambda: type("Envs", (), {"overrides": []})())
+
+    def __post_init__(self) -> None:
+        if self.repos_dir is None:
+            self.repos_dir = base_clones(self.runs_dir / "repos", ["o/r"])
 
 
 def test_network_failures_read_the_failure_text() -> None:

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from repo_helpers import base_clones
+
 SCRIPT = r"""
 import json, sys, time
 from dataclasses import dataclass, field
@@ -25,7 +27,7 @@ from pathlib import Path
 from swebounty.collect.batch import validate
 from swebounty.tasks import Task
 
-out, calls, n = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
+out, calls, n, repos = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4])
 
 @dataclass
 class Outcome:
@@ -64,7 +66,7 @@ def runner(task, patch, ctx, log_dir):
 tasks = [Task(instance_id=f"r{i % 4}__x-{i}", repo=f"r{i % 4}/x", base_commit="abc",
               patch="diff", test_patch=TEST_PATCH, ecosystem="python")
          for i in range(n)]
-validate(tasks, out, Ctx(out.parent), runner=runner, workers=2)
+validate(tasks, out, Ctx(out.parent, repos), runner=runner, workers=2)
 """
 
 N = 24
@@ -74,8 +76,16 @@ def _start(root: Path) -> subprocess.Popen[bytes]:
     script = root.parent / "validate_script.py"
     script.write_text(SCRIPT)
     root.mkdir(exist_ok=True)
+    repos = base_clones(root.parent / "repos", [f"r{i}/x" for i in range(4)])
     return subprocess.Popen(
-        [sys.executable, str(script), str(root / "tasks.jsonl"), str(root / "calls.txt"), str(N)],
+        [
+            sys.executable,
+            str(script),
+            str(root / "tasks.jsonl"),
+            str(root / "calls.txt"),
+            str(N),
+            str(repos),
+        ],
         start_new_session=True,
     )
 

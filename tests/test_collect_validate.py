@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from repo_helpers import base_clones
 from swebounty.collect.batch import validate
 from swebounty.collect.per_file import crashed, patch_for_file, split_patch
 from swebounty.collect.validate import Rejected, classify, validate_one
@@ -76,12 +77,16 @@ def _task(iid: str, test_patch: str = TEST_PATCH) -> Task:
 @dataclass
 class Ctx:
     """What validate_one reads of a context besides the runner: where the framework registry
-    would look at the base commit (no framework reads it for these tasks) and the overrides."""
+    reads the base commit (a made-up one, base_clones) and the overrides."""
 
     runs_dir: Path
     repos_dir: Path | None = None
     cache_dir: Path = Path("/nonexistent")
     envs: Any = field(default_factory=lambda: type("Envs", (), {"overrides": []})())
+
+    def __post_init__(self) -> None:
+        if self.repos_dir is None:
+            self.repos_dir = base_clones(self.runs_dir / "repos", ["o/r"])
 
 
 def test_classify() -> None:
