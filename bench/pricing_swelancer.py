@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     table = Table(title=f"price estimate vs SWE-Lancer payouts ({len(rows)} issues, held back)")
     for col in ("constants", "rows", "MdAPE", "Spearman", "median estimate", "median paid"):
         table.add_column(col, justify="left" if col == "constants" else "right")
-    table.add_row(*_row("hand-set (before)", hand))
+    table.add_row(*_row("hand-set (before the fit)", hand))
     table.add_row(*_row(f"fitted ({args.folds}-fold)", fitted))
     console = Console()
     console.print(table)

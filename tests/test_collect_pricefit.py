@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from swebounty.collect.pricefit import (
+    FITTED,
+    HAND_SET,
     PricedFix,
     cross_validate,
     errors,
@@ -106,3 +108,12 @@ def test_the_defaults_are_the_fitted_constants() -> None:
         0.001,
         0.05,
     )
+
+
+
+def test_the_fit_is_compared_with_the_hand_set_constants_not_with_itself() -> None:
+    # The defaults are the fit now: the "hand-set" row must still price with the old constants.
+    rows = _rows(60)
+    assert any(getattr(HAND_SET, f) != getattr(PricingConfig(), f) for f in FITTED)
+    hand, _ = cross_validate(rows, folds=5)
+    assert hand == errors(rows, HAND_SET) != errors(rows, PricingConfig())

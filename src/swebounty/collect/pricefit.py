@@ -22,6 +22,10 @@ from pydantic import BaseModel
 from swebounty.collect.pricing import PricingConfig
 
 FITTED = ("base_hours", "hours_per_line", "hours_per_file")
+# The constants set by hand before the fit (PricingConfig's defaults until the fit replaced them):
+# what the fitted ones are compared with. Not PricingConfig(): that is the fit itself now, and a
+# comparison with it would measure the fitted constants against themselves.
+HAND_SET = PricingConfig(base_hours=1.0, hours_per_line=0.05, hours_per_file=0.5)
 
 
 class PricedFix(BaseModel):
@@ -136,8 +140,9 @@ def fold_of(key: str, folds: int) -> int:
 def cross_validate(
     rows: Sequence[PricedFix], folds: int = 5, hand: PricingConfig | None = None
 ) -> tuple[PriceErrors, PriceErrors]:
-    """(hand-set, fitted) errors over every row, each priced by constants that never saw it."""
-    hand = hand or PricingConfig()
+    """(hand-set, fitted) errors over every row, each priced by constants that never saw it.
+    `hand`: the constants compared with, HAND_SET unless given; the fit starts from them."""
+    hand = hand or HAND_SET
     held: list[PricedFix] = []
     fitted_prices: list[tuple[PricedFix, PricingConfig]] = []
     for k in range(folds):
