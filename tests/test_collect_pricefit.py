@@ -110,7 +110,6 @@ def test_the_defaults_are_the_fitted_constants() -> None:
     )
 
 
-
 def test_the_fit_is_compared_with_the_hand_set_constants_not_with_itself() -> None:
     # The defaults are the fit now: the "hand-set" row must still price with the old constants.
     rows = _rows(60)
