@@ -2,8 +2,10 @@
 
 `FakeOpenAI(script)` serves `POST /v1/chat/completions` on 127.0.0.1, answering each request
 with the next scripted item: an assistant message (`bash("ls")`, `submit()`, `skip()`,
-`call(name, raw_arguments)`, `text("...")`) or an HTTP error (`Error(503)`). Token counts are
-derived from the request's size, so they are the same on every run. Every request is recorded.
+`call(name, raw_arguments)`, `text("...")`), a function of the request's body that returns
+one (a model that answers from what a tool told it), or an HTTP error (`Error(503)`). Token
+counts are derived from the request's size, so they are the same on every run. Every request
+is recorded.
 A request with `"stream": true` is answered with server-sent events, as OpenAI does: the
 message in one chunk, then, only when the request asked with `stream_options.include_usage`
 (and `stream_usage` is left on), a last chunk with the usage. `usage=False` leaves every
@@ -15,9 +17,10 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, TypeAlias
 
 
 @dataclass
@@ -40,6 +43,8 @@ class Recorded:
     headers: dict[str, str]
     body: dict[str, Any] = field(default_factory=dict)
 
+
+Item: TypeAlias = dict[str, Any] | Error | Slow | Callable[[dict[str, Any]], dict[str, Any]]
 
 _ids = iter(range(1, 1_000_000))
 
@@ -85,7 +90,7 @@ class FakeOpenAI:
 
     def __init__(
         self,
-        script: list[dict[str, Any] | Error | Slow],
+        script: list[Item],
         *,
         usage: bool = True,
         stream_usage: bool = True,
@@ -168,6 +173,8 @@ class FakeOpenAI:
         if isinstance(item, Slow):
             time.sleep(item.seconds)
             item = item.message
+        if callable(item):
+            item = item(body)
         prompt = len(json.dumps(body.get("messages", []))) // 4
         completion = len(json.dumps(item)) // 4
         answer = {

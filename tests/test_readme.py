@@ -78,6 +78,12 @@ NOT_RUN = {
     "model server on port 8080 (tests/test_agents_mini_swe_agent.py drives it)",
     "swebounty run --demo --agent aider --model my-model --base-url http://127.0.0.1:8080/v1 "
     "--run-id aider": "needs a model server on port 8080 (tests/test_agents_aider.py drives it)",
+    "swebounty run --demo --agent openhands --model my-model --base-url "
+    "http://127.0.0.1:8080/v1 --run-id oh": "needs a model server on port 8080 "
+    "(tests/test_agents_openhands.py drives it)",
+    "swebounty run --demo --agent openhands --model my-model --base-url "
+    "http://127.0.0.1:8080/v1 --option settings='{\"max_iterations\": 50}' --run-id oh": "needs "
+    "a model server on port 8080 (tests/test_agents_openhands.py drives it)",
     "swebounty run --demo --agent mini-swe-agent --model my-model --base-url "
     "http://127.0.0.1:8080/v1 --run-id msa": "needs a model server on port 8080 "
     "(tests/test_agents_mini_swe_agent.py drives it)",

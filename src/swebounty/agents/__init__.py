@@ -23,6 +23,7 @@ AGENTS = {
     # Open-source agents, installed from PyPI into an environment of their own (installed.py)
     "mini-swe-agent": "swebounty.agents.mini_swe_agent:MiniSweAgent",
     "aider": "swebounty.agents.aider:AiderAgent",
+    "openhands": "swebounty.agents.openhands:OpenHandsAgent",
 }
 
 

@@ -11,11 +11,13 @@ skip and error rules, the diff as the submission) is the command agent's.
 A subclass names its package, pinned version, runner and trajectory file; `AGENTS` in
 agents/__init__.py maps its name to it. The environment lives under `agents_dir` (the run's
 cache: the sandbox's uid can read it), keyed by the requirement, the runner and the Python.
+The Python is /usr/bin/python3 unless the agent needs another (`requires_python`): then the
+oldest interpreter here that it supports (pyenv's, under root's 700 home, is mounted for the
+sandbox's uid like a task environment's interpreter).
 """
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import hashlib
 import json
@@ -51,7 +53,9 @@ class InstalledConfig(CommandConfig):
     command: str = Field("", description="written by the harness: the agent's runner")
     agents_dir: Path = Field(description="where agent environments are cached (readable)")
     version: str | None = Field(None, description="the release to install (default: pinned)")
-    python: Path = Field(AGENT_PYTHON, description="the interpreter of the agent's environment")
+    python: Path | None = Field(
+        None, description="the agent environment's interpreter (default: see agent_python)"
+    )
     settings: dict[str, Any] = Field(
         default_factory=dict, description="the agent's own settings, passed to its runner"
     )
@@ -64,12 +68,15 @@ class InstalledAgent(CommandAgent):
     pinned: ClassVar[str]
     runner: ClassVar[str]  # file name under agents/tools/
     trajectory_file: ClassVar[str]  # what the runner leaves in $SWEBOUNTY_OUTPUT
+    requires_python: ClassVar[str | None] = None  # a specifier, when /usr/bin/python3 won't do
     requires_model: ClassVar[bool] = True
     installs: ClassVar[bool] = True  # `run` gives it an agents_dir under the cache
 
     config: InstalledConfig
 
-    def __init__(self, config: InstalledConfig, env_dir: Path, version: str) -> None:
+    def __init__(
+        self, config: InstalledConfig, env_dir: Path, version: str, python_home: Path
+    ) -> None:
         self.env_dir, self.version = env_dir, version
         # Named through a variable: the environment is the harness's own mount (under the
         # cache), not a path the user's command names.
@@ -77,6 +84,8 @@ class InstalledAgent(CommandAgent):
         command = f'"{env}/venv/bin/python" -I "{env}/{self.runner}"'
         super().__init__(config.model_copy(update={"command": command}))
         self.harness_mounts = [env_dir]
+        if not python_home.is_relative_to("/usr"):  # /usr is in every sandbox
+            self.harness_mounts.append(python_home)
         self.env_vars = {
             "SWEBOUNTY_AGENT_ENV": str(env_dir),
             "SWEBOUNTY_AGENT_SETTINGS": json.dumps(self.settings_for(config)),
@@ -89,11 +98,10 @@ class InstalledAgent(CommandAgent):
             raise ValueError(f"{cls.name} needs a model: give --model and --base-url")
         requirement = f"{cls.package}=={config.version or cls.pinned}"
         runner = (resources.files("swebounty.agents") / "tools" / cls.runner).read_bytes()
-        env_dir = install(
-            config.agents_dir, cls.name, requirement, runner, cls.runner, config.python
-        )
-        version = installed_version(env_dir, cls.package)
-        agent = cls(config, env_dir, version)
+        python = config.python or agent_python(cls.name, cls.requires_python)
+        env_dir = install(config.agents_dir, cls.name, requirement, runner, cls.runner, python)
+        version, python_home = installed_version(env_dir, cls.package)
+        agent = cls(config, env_dir, version, python_home)
         CommandAgent.create(agent.config.model_dump(), tasks)  # the command agent's checks
         return agent
 
@@ -187,14 +195,43 @@ def install(
     return dest
 
 
-def installed_version(env_dir: Path, package: str) -> str:
-    """The version of `package` in the agent's environment, as it says."""
+def agent_python(name: str, requires: str | None) -> Path:
+    """/usr/bin/python3, or the oldest interpreter here that satisfies `requires`."""
+    if requires is None:
+        return AGENT_PYTHON
+    from packaging.specifiers import SpecifierSet
+
+    from swebounty.envs.interpreters import discover
+
+    spec = SpecifierSet(requires)
+    found = [i for i in discover() if spec.contains(i.version)]
+    if not found:
+        raise AgentInstallError(
+            f"{name} needs Python {spec} and none is installed here: install one "
+            "(pyenv install 3.12, uv python install 3.12) or give its path with "
+            "--option python=/path/to/python3.12"
+        )
+    return min(found, key=lambda i: i.minor).executable
+
+
+def installed_version(env_dir: Path, package: str) -> tuple[str, Path]:
+    """The version of `package` in the agent's environment, as it says, and the folder of the
+    environment's interpreter (its base prefix: the sandbox mounts it)."""
     python = env_dir / "venv" / "bin" / "python"
-    code = "import importlib.metadata as m, sys; print(m.version(sys.argv[1]))"
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
+    code = (
+        "import importlib.metadata as m, sys; print(sys.base_prefix); print(m.version(sys.argv[1]))"
+    )
+    try:
         done = subprocess.run(
             [str(python), "-I", "-c", code, package], capture_output=True, text=True, timeout=60
         )
-        if done.returncode == 0:
-            return done.stdout.strip()
-    return "unknown"
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise AgentInstallError(f"the environment {env_dir} does not run: {exc}") from exc
+    lines = done.stdout.splitlines()
+    if not lines:
+        raise AgentInstallError(
+            f"the environment {env_dir} does not run: {done.stderr.strip()[-500:]} "
+            f"(remove the folder to install it again)"
+        )
+    version = lines[1].strip() if done.returncode == 0 and len(lines) > 1 else "unknown"
+    return version, Path(lines[0].strip())
