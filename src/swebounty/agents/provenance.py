@@ -21,8 +21,10 @@ from pydantic import BaseModel, Field
 
 from swebounty.tasks import Task
 
-# Agents whose whole code is this (open) project's; a command agent must say where its code is.
-OPEN_AGENTS = {"llm", "mini-swe-agent", "aider"}
+# Agents whose whole code is open: this project's, or a pinned PyPI release of an open-source
+# agent (installed.py; tests/test_agents_installed.py checks every one is here). A command
+# agent must say where its code is.
+OPEN_AGENTS = {"llm", "mini-swe-agent", "aider", "openhands"}
 
 
 class WeightFile(BaseModel):

@@ -1,0 +1,50 @@
+"""Installed agents (agents/installed.py) without installing one: the registry, the Kprize's
+open-code rule, and the choice of the agent environment's interpreter."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from swebounty.agents import AGENTS, agent_class
+from swebounty.agents.installed import AGENT_PYTHON, AgentInstallError, agent_python
+from swebounty.agents.provenance import OPEN_AGENTS
+from swebounty.envs.interpreters import discover
+
+
+def test_every_installed_agent_counts_as_open_code() -> None:
+    installed = [name for name in AGENTS if getattr(agent_class(name), "installs", False)]
+    assert {"mini-swe-agent", "aider", "openhands"} <= set(installed)
+    assert set(installed) <= OPEN_AGENTS
+
+
+def test_an_agent_without_needs_runs_on_the_system_python() -> None:
+    assert agent_python("aider", None) == AGENT_PYTHON
+
+
+def test_the_oldest_interpreter_the_agent_supports_is_chosen() -> None:
+    found = discover()
+    if not found:
+        pytest.skip("no Python 3 interpreter found")
+    minors = sorted(i.minor for i in found)
+    low, high = minors[0], minors[-1]
+    chosen = agent_python("x", f">={low[0]}.{low[1]},<{high[0]}.{high[1] + 1}")
+    assert chosen == next(i.executable for i in found if i.minor == low)
+    assert "shims" not in chosen.parts and Path(chosen).is_file()  # a real binary, never a shim
+
+
+def test_no_interpreter_the_agent_supports_says_what_to_do() -> None:
+    with pytest.raises(AgentInstallError, match=r"needs Python >=9\.0 .* --option python="):
+        agent_python("future-agent", ">=9.0")
+
+
+def test_the_interpreter_is_mounted_unless_the_sandbox_has_it(tmp_path: Path) -> None:
+    from swebounty.agents.installed import InstalledConfig
+    from swebounty.agents.openhands import OpenHandsAgent
+
+    config = InstalledConfig(agents_dir=tmp_path, model="m", base_url="http://127.0.0.1:1/v1")
+    env = tmp_path / "openhands-0123"
+    pyenv = Path("/root/.pyenv/versions/3.12.1")  # under root's 700 home: only a mount reaches it
+    assert OpenHandsAgent(config, env, "1.11.0", pyenv).harness_mounts == [env, pyenv]
+    assert OpenHandsAgent(config, env, "1.11.0", Path("/usr")).harness_mounts == [env]
