@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from swebounty.agents import AGENTS, agent_class
+from swebounty.agents import AGENTS, NOT_INSTALLABLE, agent_class, create_agent
 from swebounty.agents.installed import AGENT_PYTHON, AgentInstallError, agent_python
 from swebounty.agents.provenance import OPEN_AGENTS
 from swebounty.envs.interpreters import discover
@@ -48,3 +48,9 @@ def test_the_interpreter_is_mounted_unless_the_sandbox_has_it(tmp_path: Path) ->
     pyenv = Path("/root/.pyenv/versions/3.12.1")  # under root's 700 home: only a mount reaches it
     assert OpenHandsAgent(config, env, "1.11.0", pyenv).harness_mounts == [env, pyenv]
     assert OpenHandsAgent(config, env, "1.11.0", Path("/usr")).harness_mounts == [env]
+
+
+def test_an_agent_that_does_not_install_says_what_to_do_instead() -> None:
+    assert not set(NOT_INSTALLABLE) & set(AGENTS)
+    with pytest.raises(ValueError, match=r"SWE-agent is not on PyPI.*--agent command"):
+        create_agent("swe-agent", {"model": "m", "base_url": "http://127.0.0.1:1/v1"})

@@ -26,9 +26,20 @@ AGENTS = {
     "openhands": "swebounty.agents.openhands:OpenHandsAgent",
 }
 
+# Agents people ask for by name that do not install from PyPI: what to do instead.
+NOT_INSTALLABLE = {
+    "swe-agent": (
+        "SWE-agent is not on PyPI (its one release there, sweagent 0.0.1 of 2024, has neither "
+        "its configs nor its run script, and its environment is a Docker container): run a "
+        "checkout of it as --agent command (docs/guides/agents.md)"
+    ),
+}
+
 
 def agent_class(name: str) -> Any:
     """The class registered as `name`, else the class at the dotted path `name`."""
+    if name in NOT_INSTALLABLE:
+        raise ValueError(NOT_INSTALLABLE[name])
     path = AGENTS.get(name, name)
     module_name, sep, attr = path.partition(":")
     if not sep:
@@ -57,6 +68,7 @@ def create_agent(name: str, options: dict[str, Any], tasks: Sequence[Task] = ())
 
 __all__ = [
     "AGENTS",
+    "NOT_INSTALLABLE",
     "Agent",
     "AgentResult",
     "AgentStatus",
