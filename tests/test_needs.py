@@ -49,6 +49,25 @@ def test_each_lack_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
                    cache_dir=tmp_path) == []  # fmt: skip
 
 
+def test_a_service_that_reads_the_tasks_files_needs_them(tmp_path: Path) -> None:
+    flows = tmp_path / "flow.mitm"
+    flows.write_bytes(b"recorded")
+    replay = "mitmproxy-replay"  # the catalog's replaying backend: it reads recorded flows
+    assert missing(_task(services=[replay], service_data={replay: [str(flows)]}),
+                   repos_dir=None, cache_dir=tmp_path) == []  # fmt: skip
+    lacks = missing(_task(services=[replay]), repos_dir=None, cache_dir=tmp_path)
+    assert lacks == [f"the files the service {replay} reads (the task gives none in "
+                     "requires.service_data)"]  # fmt: skip
+    task = _task(services=[replay, "httpbin"],
+                 service_data={replay: [str(tmp_path / "gone.mitm")], "other": [str(flows)]})  # fmt: skip
+    assert missing(task, repos_dir=None, cache_dir=tmp_path) == [
+        f"the file {tmp_path / 'gone.mitm'} the service {replay} reads (take it with the dataset)",
+        "the service other its requires.service_data names (it is not among requires.services)",
+    ]
+    assert task.requires is not None
+    assert task.requires.data_files == [str(tmp_path / "gone.mitm"), str(flows)]  # hidden data
+
+
 @needs_bwrap
 def test_swelancer_ic_tasks_say_what_this_machine_lacks(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

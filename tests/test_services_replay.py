@@ -5,6 +5,10 @@ data from the replayed backend, in a browser."""
 from __future__ import annotations
 
 import gzip
+import os
+import socket
+import subprocess
+import sys
 import threading
 import urllib.error
 import urllib.request
@@ -17,8 +21,13 @@ from typing import Any
 
 import pytest
 
+from swebounty import __version__
+from swebounty.envs.models import EnvBuildError
 from swebounty.report.browser import browser_missing
-from swebounty.services.replay import FlowError, Recordings, read_flows, serve
+from swebounty.services.catalog import ServiceError, load_catalog
+from swebounty.services.replay import MISS, FlowError, Recordings, read_flows, serve
+from swebounty.services.runtime import DRIVER, Built, StandIns, _copy_data, _unanswered
+from test_services import fake_env
 
 NO_BROWSER = browser_missing()
 
@@ -102,8 +111,10 @@ def test_flows_are_replayed_in_order_and_misses_are_said(tmp_path: Path) -> None
         status, headers, body = get(port, "/api/Ping?accountID=7", "other.host")  # by path
         assert status == 200 and gzip.decompress(body) == b'{"jsonCode": 200}'
         assert headers["content-encoding"] == "gzip" and headers["content-length"] == str(len(body))
-        status, headers, _ = get(port, "/api/Unrecorded", "www.expensify.com")
+        status, headers, body = get(port, "/api/Unrecorded", "www.expensify.com")
         assert status == 502 and headers["x-swebounty-replay"] == "miss"
+        assert body == b"no recorded answer for GET www.expensify.com/api/Unrecorded in the " \
+                       b"replayed flows\n"  # fmt: skip
     bad = tmp_path / "bad.mitm"
     bad.write_bytes(b"12:not a flow")
     with pytest.raises(FlowError, match="runs past the end"):
@@ -137,3 +148,90 @@ def test_a_web_app_gets_its_backend_answers_from_the_replay(tmp_path: Path) -> N
         page.goto(f"http://127.0.0.1:{app}/index.html")
         page.wait_for_function("document.getElementById('b').textContent !== '?'")
         assert page.text_content("#b") == "$42.00"
+
+
+def test_the_replay_is_a_catalog_service_fed_the_tasks_flows(tmp_path: Path) -> None:
+    replay = load_catalog().get("mitmproxy-replay")  # the one SWE-Lancer's IC tasks name
+    assert (replay.packages, replay.version, replay.takes_data) == ([], __version__, True)
+    assert replay.unanswered_marker == MISS
+    flows = [tmp_path / "a.mitm", tmp_path / "b.mitm"]
+    for path in flows:
+        path.write_bytes(flow("GET", "h", f"/{path.stem}", 200, path.stem.encode()))
+    built = Built(service=replay, env=fake_env(tmp_path, "env"), names=list(map(str, flows)))
+    built.data = _copy_data(replay, built.names, tmp_path / "run" / "service-data")
+    ins = StandIns(built=[built], logs=tmp_path / "logs")
+    argv = ins.wrap(["tests"], isolated=True)
+    copies = [str(tmp_path / "run" / "service-data" / n) for n in ("0-a.mitm", "1-b.mitm")]
+    end = argv.index("--pytest")
+    assert argv[end - 6 : end] == [str(DRIVER.parent / "replay.py"), "--port", "47090",
+                                   "--flows", *copies]  # fmt: skip
+    assert ins.variables() == {"REPLAY_URL": "http://127.0.0.1:47090"}
+    mounts = {m.path: m.writable for m in ins.mounts()}
+    assert mounts[tmp_path / "run" / "service-data"] is False  # read-only copies
+    (ins.logs).mkdir()
+    (ins.logs / "mitmproxy-replay.log").write_text(
+        f"replay: 2 recorded answers\n{MISS}GET h/x\n{MISS}GET h/x\n{MISS}POST h/y\n"
+    )
+    ins.keep_logs(tmp_path)
+    (use,) = ins.uses()
+    assert use.data == list(map(str, flows)) and use.unanswered == ["GET h/x", "POST h/y"]
+    assert _unanswered(b"swebounty-replay-miss: GET /z\n", "") == []  # no marker, none read
+    # Its files: regular, by absolute path, through no link; given when it reads some.
+    (tmp_path / "link.mitm").symlink_to(flows[0])
+    os.mkfifo(tmp_path / "fifo.mitm")
+    secret = tmp_path / "secret.mitm"  # kept from other users: never shown to the sandbox
+    secret.write_bytes(flows[0].read_bytes())
+    secret.chmod(0o600)
+    for names, says in (
+        ([], "the task gives it none"),
+        ([str(tmp_path / "link.mitm")], "not a regular file"),
+        ([str(tmp_path / "fifo.mitm")], "not a regular file"),  # refused, not waited on
+        ([str(secret)], "that any user may read"),
+        (["a.mitm"], "absolute path"),
+    ):
+        with pytest.raises(EnvBuildError, match=says):
+            _copy_data(replay, names, tmp_path / "x")
+    httpbin = load_catalog().get("httpbin")
+    with pytest.raises(EnvBuildError, match="reads no files"):
+        _copy_data(httpbin, [str(flows[0])], tmp_path / "x")
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        (('"--flows", "{data}"', '"--flows={data}"'), "an argv item of its own"),
+        (('version_of = "swebounty"', 'version_of = "mitmproxy"'), "swebounty's own"),
+    ],
+)
+def test_a_service_of_no_package_or_a_data_placeholder_is_checked(
+    tmp_path: Path, change: tuple[str, str], says: str
+) -> None:
+    shipped = (DRIVER.parent / "catalog.toml").read_text()
+    text = shipped[shipped.index('[[service]]\nname = "mitmproxy-replay"') :]
+    assert change[0] in text
+    path = tmp_path / "catalog.toml"
+    path.write_text(text.replace(*change))
+    with pytest.raises(ServiceError, match=says):
+        load_catalog(path)
+
+
+def test_the_replay_program_reads_several_flow_files_as_one(tmp_path: Path) -> None:
+    files = []
+    for name, body in (("a", b"first"), ("b", b"second")):
+        files.append(tmp_path / f"{name}.mitm")
+        files[-1].write_bytes(flow("GET", "h", f"/{name}", 200, body))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    argv = [sys.executable, "-I", str(DRIVER.parent / "replay.py"), "--port", str(port),
+            "--flows", *map(str, files)]  # fmt: skip
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        try:
+            assert proc.stdout is not None
+            assert b"2 recorded answers" in proc.stdout.readline()
+            assert [get(port, f"/{n}", "h")[2] for n in "ab"] == [b"first", b"second"]
+        finally:
+            proc.terminate()
+    bad = subprocess.run([*argv[:-2], str(tmp_path / "gone.mitm")], capture_output=True,
+                         text=True, timeout=30)  # fmt: skip
+    assert bad.returncode == 2 and "cannot read" in bad.stderr

@@ -41,18 +41,37 @@ def missing(task: Task, *, repos_dir: Path | None, cache_dir: Path) -> list[str]
     for program in need.programs:
         if shutil.which(program) is None:
             lacks.append(f"the program {program} on PATH")
-    if need.services:
-        from swebounty.services.catalog import load_catalog
-
-        known = {s.name for s in load_catalog().service}
-        for service in need.services:
-            if service not in known:
-                lacks.append(f"the service {service} (not in swebounty's service catalog)")
+    if need.services or need.service_data:
+        lacks += _service_lacks(need.services, need.service_data)
     if need.browser:
         from swebounty.report.browser import browser_missing
 
         if why := browser_missing():
             lacks.append(f"a browser: {why}")
+    return lacks
+
+
+def _service_lacks(services: list[str], data: dict[str, list[str]]) -> list[str]:
+    from swebounty.services.catalog import load_catalog
+
+    known = {s.name: s for s in load_catalog().service}
+    lacks = []
+    for name in services:
+        service = known.get(name)
+        if service is None:
+            lacks.append(f"the service {name} (not in swebounty's service catalog)")
+        elif service.takes_data and not data.get(name):
+            lacks.append(f"the files the service {name} reads (the task gives none in "
+                         "requires.service_data)")  # fmt: skip
+    for name, files in data.items():
+        if name not in services:
+            lacks.append(f"the service {name} its requires.service_data names (it is not "
+                         "among requires.services)")  # fmt: skip
+        for file in files:
+            path = Path(file)
+            if not path.is_absolute() or not path.is_file():
+                lacks.append(f"the file {file} the service {name} reads (take it with the "
+                             "dataset)")  # fmt: skip
     return lacks
 
 

@@ -89,8 +89,20 @@ class Requirements(BaseModel):
     programs: list[str] = Field(
         default_factory=list, description="programs on PATH the tests' runtime starts"
     )
-    services: list[str] = Field(default_factory=list, description="of the service catalog")
+    services: list[str] = Field(
+        default_factory=list, description="of the service catalog, started beside the tests"
+    )
+    service_data: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="the files a service of `services` reads, by its name (absolute paths: "
+        "the recorded flows a replaying backend answers from)",
+    )
     browser: bool = Field(False, description="a headless Chromium driven by Playwright")
+
+    @property
+    def data_files(self) -> list[str]:
+        """Every file of the task's data it names (the tests', the services'): hidden data."""
+        return [*self.files, *(f for files in self.service_data.values() for f in files)]
 
 
 class Task(BaseModel):

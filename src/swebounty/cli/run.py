@@ -268,7 +268,7 @@ def run_cmd(
     hidden += [Path(name)] if not demo else []
     hidden += [repos_dir] if repos_dir else []
     # The folders of the files a task's tests read (SWE-Lancer's issues/<id>/: flows and tests).
-    hidden += sorted({Path(f).parent for t in tasks if t.requires for f in t.requires.files})
+    hidden += sorted({Path(f).parent for t in tasks if t.requires for f in t.requires.data_files})
     mounts: list[Path] = getattr(the_agent, "mounts", list)()
     if problems := hidden_overlap(mounts, hidden):
         raise fail("; ".join(problems) + ": mount only the agent's own code")

@@ -9,6 +9,11 @@ network namespace, whose only interface is its own loopback. The tests' Python e
 (pytest, Playwright) is an ordinary swebounty environment, cached and shared like any other;
 the browser is the machine's Chromium. Screenshots and traces of failed tests are kept in the
 verdict's logs (`artifacts/`) and linked from the HTML report.
+
+The test services a task requires (`Requirements.services`, with their files in
+`service_data`: a replaying backend and its recorded flows) start in the same sandbox before
+the app, each under its own driver (services/runtime.py), and stop after the tests; the app and
+the tests are told where they are (the catalog's variables, e.g. REPLAY_URL).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from swebounty import safefs
 from swebounty.envs.node_manager import NodeTaskEnv
 from swebounty.report.browser import find_chromium
 from swebounty.sandbox.base import Mount
+from swebounty.services.runtime import StandIns, build, shipped_catalog
 from swebounty.tasks import EnvSpec, Task
 from swebounty.testing import (
     JUnitError,
@@ -111,6 +117,7 @@ def run_e2e(
     py_env = ctx.envs.ensure(py_spec, empty)
     py_task_env = ctx.envs.for_task(py_env, empty, scratch / "e2e-layer")
     tools = tools_dir(ctx.cache_dir)
+    services = _services(task, ctx, scratch, py_env.path)
 
     artifacts = out_dir / "artifacts"
     artifacts.mkdir()
@@ -130,11 +137,15 @@ def run_e2e(
     }
     mounts = [Mount(path=p) for p in [*node_env.ro_paths, *py_task_env.ro_paths, tools]]
     mounts += [Mount(path=p, writable=True) for p in [*py_task_env.rw_paths, out_dir]]
-    # Chromium reserves terabytes of address space: no RLIMIT_AS (the memory cgroup stays).
-    policy = ctx.policy.model_copy(update={"env": variables, "limit_address_space": False})
     with ctx.lease() as sandbox:
         sandbox.prepare_workdir(scratch)
-        run = sandbox.run(argv, workdir=workspace, mounts=mounts, policy=policy)
+        argv, variables = services.attach(sandbox, argv, variables, mounts)
+        # Chromium reserves terabytes of address space: no RLIMIT_AS (the memory cgroup stays).
+        update = {"env": variables, "limit_address_space": False, **services.network()}
+        run = sandbox.run(argv, workdir=workspace, mounts=mounts,
+                          policy=ctx.policy.model_copy(update=update))  # fmt: skip
+    services.keep_logs(log_dir)
+    result.services = services.uses()
     text = f"$ {' '.join(argv)}\n{run.stdout}\n--- stderr ---\n{run.stderr}"
     (log_dir / "test_output.txt").write_text(text, encoding="utf-8", errors="replace")
     result.exit_code = run.returncode
@@ -153,6 +164,9 @@ def run_e2e(
             f"the app ({' '.join(spec.app_cmd)}) did not answer on port {spec.app_port} within "
             f"{APP_READY_S:.0f} s; see {log_dir / 'app.log'}"
         )
+        if services:
+            names = ", ".join(f"service-{b.service.name}.log" for b in services.built)
+            result.error += f"; or a test service did not answer on its port (see {names})"
         return
     xml = safefs.read_regular(junit, 64 << 20)
     if xml is not None:
@@ -164,6 +178,14 @@ def run_e2e(
     problem = cross_check(run.returncode, result.outcomes or None)
     if problem and not result.outcomes:
         result.error = f"no test result: {problem}"
+
+
+def _services(task: Task, ctx: EvalContext, scratch: Path, tests_env: Path) -> StandIns:
+    """The test services the task requires, built (needs.py refused unknown ones already)."""
+    need = task.requires
+    wanted = [shipped_catalog().get(name) for name in need.services] if need else []
+    data = need.service_data if need else {}
+    return build(wanted, ctx.envs, scratch, tests_env=tests_env, data=data)
 
 
 def copy_artifacts(src: Path, dest: Path, limit_bytes: int = 64 << 20) -> list[str]:

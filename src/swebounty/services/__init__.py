@@ -20,7 +20,11 @@ the tests are told where it is through the variables the catalog names (`HTTPBIN
     tlsgen    on the host, with the service's environment: the stand-in hosts' certificate,
               signed by a CA whose key is never written
     replay    a backend answering from recorded mitmproxy flows (SWE-Lancer's flow.mitm),
-              standard library only; not yet a catalog service a task can name
+              standard library only: the catalog's `mitmproxy-replay`, which an e2e task
+              names in `requires.services` with its flows in `requires.service_data`
+
+A task may also require services itself (`Task.requires.services`: e2e tasks, node/e2e.py),
+and give them files (`requires.service_data`, the catalog's `{data}`).
 
 Stand-in hosts: a service may answer for internet host names the tests use literally
 (catalog `hosts`, plus names a repository's overrides route to it); inside the sandbox they

@@ -1,8 +1,10 @@
 """The catalog of test services (catalog.toml), and which of them a task's repository declares.
 
 A service is data: the packages that are it (exact pins, resolved with the index as of a fixed
-date, on an interpreter of its own), the command that serves it on a loopback port, and the
-variables that tell the tests where it is. Which repositories use which service is per
+date, on an interpreter of its own; none for a program of swebounty's own that needs only the
+standard library, such as the replaying backend), the command that serves it on a loopback
+port, the files of the task it reads (`{data}`: a replay's recorded flows), and the variables
+that tell the tests where it is. Which repositories use which service is per
 repository data too, in `envs/overrides.toml` (`services = [...]`, narrowed by versions or
 dates like any override). A broken catalog, or a declaration naming a service the catalog does
 not hold, is an error: silently running without the service would turn every test that needs
@@ -43,10 +45,18 @@ class Service(BaseModel):
         description="the service's own interpreter: a minor version ('3.12') or a range "
         "('>=3.9,<3.13': the newest the machine has in it)"
     )
-    packages: list[str] = Field(min_length=1, description="exact pins: name==version")
+    packages: list[str] = Field(
+        default_factory=list,
+        description="exact pins: name==version; none: standard library only, a program of "
+        "swebounty's own under {tools} (then version_of is 'swebounty')",
+    )
     cutoff: datetime = Field(description="the index as of this date, for what the pins pull in")
     version_of: str = Field(description="the package whose version names the service")
-    argv: list[str] = Field(min_length=2, description="{python}, {port}, {tools} filled in")
+    argv: list[str] = Field(
+        min_length=2,
+        description="{python}, {port}, {tools} filled in; an item that is {data} becomes the "
+        "task's files for the service (Requirements.service_data), one item each",
+    )
     port: int = Field(ge=1024, le=65535)
     env: dict[str, str] = Field(default_factory=dict, description="for the tests; {port}")
     ready_s: float = Field(60.0, gt=0, le=600)
@@ -62,6 +72,10 @@ class Service(BaseModel):
     tls_ports: list[int] = Field(
         default_factory=list, description="where hosts answer with TLS (a certificate of a CA "
         "made for the run's environment); needs cryptography among the packages",
+    )  # fmt: skip
+    unanswered_marker: str = Field(
+        "", max_length=80, description="a line of its log starting with this names a request "
+        "it had no answer for (a replay's miss): the verdict lists them",
     )  # fmt: skip
 
     @field_validator("hosts")
@@ -114,12 +128,19 @@ class Service(BaseModel):
     def _placeholders(self) -> Service:
         if self.argv[0] != "{python}":
             raise ValueError("argv must start with {python}: the service environment's own")
-        for where, texts, allowed in (("argv", self.argv, {"python", "port", "tools"}),
+        for where, texts, allowed in (("argv", self.argv, {"python", "port", "tools", "data"}),
                                       ("env", [*self.env.values(), *self.hosts_env.values()], {"port"})):  # fmt: skip
             unknown = {m for t in texts for m in PLACEHOLDER.findall(t)} - allowed
             if unknown:
                 raise ValueError(f"{where} has unknown placeholders {sorted(unknown)}")
-        if not any(p.split("==")[0].lower() == self.version_of.lower() for p in self.packages):
+        if any("{data}" in a and a != "{data}" for a in self.argv):
+            raise ValueError("{data} must be an argv item of its own (it becomes the files)")
+        if not self.packages and self.version_of != "swebounty":
+            raise ValueError("a service without packages is swebounty's own: version_of "
+                             "'swebounty'")  # fmt: skip
+        if self.packages and not any(
+            p.split("==")[0].lower() == self.version_of.lower() for p in self.packages
+        ):
             raise ValueError(f"version_of {self.version_of!r} is not one of the packages")
         ports = [*self.http_ports, *self.tls_ports]
         if (
@@ -144,19 +165,38 @@ class Service(BaseModel):
 
     @property
     def version(self) -> str:
-        """The pinned version of `version_of`: what a verdict names the service by."""
+        """The pinned version of `version_of` (swebounty's own for a service of no package):
+        what a verdict names the service by."""
+        if not self.packages:
+            from swebounty import __version__
+
+            return __version__
         found = self.pinned(self.version_of)
         assert found is not None, "checked by the validator"
         return found
+
+    @property
+    def takes_data(self) -> bool:
+        """It reads files the task gives it (`{data}`): a replay's recorded flows."""
+        return "{data}" in self.argv
 
     @property
     def stand_ins(self) -> list[str]:
         """Where it answers for its hosts, as a verdict records it: "80 http", "443 https"."""
         return [f"{p} http" for p in self.http_ports] + [f"{p} https" for p in self.tls_ports]
 
-    def command(self, python: str, port: int, tools: str = "") -> list[str]:
-        """`tools`: swebounty/services/ (its helpers, such as gunicorn_conf.py)."""
-        return [_fill(a, python=python, port=str(port), tools=tools) for a in self.argv]
+    def command(
+        self, python: str, port: int, tools: str = "", data: Sequence[str] = ()
+    ) -> list[str]:
+        """`tools`: swebounty/services/ (its helpers, such as gunicorn_conf.py); `data`: the
+        task's files for it, in place of a `{data}` item."""
+        found: list[str] = []
+        for a in self.argv:
+            if a == "{data}":
+                found += data
+            else:
+                found.append(_fill(a, python=python, port=str(port), tools=tools))
+        return found
 
     def variables(self, port: int, hosts_served: bool = False) -> dict[str, str]:
         found = {**self.env, **(self.hosts_env if hosts_served else {})}

@@ -30,3 +30,10 @@ class ServiceUse(BaseModel):
         default_factory=list,
         description="the tests' environment's CA bundles its CA was added to (in the sandbox)",
     )
+    data: list[str] = Field(
+        default_factory=list, description="the task's files it read (a replay's flows)"
+    )
+    unanswered: list[str] = Field(
+        default_factory=list,
+        description="requests it had no answer for (a replay's misses: not in the recording)",
+    )

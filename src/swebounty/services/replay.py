@@ -6,10 +6,15 @@ states) and replayed. This server reads such a file with the standard library al
 inside the sandbox, like relay.py and driver.py) and answers each request with the recorded
 response to the same method, host and path (query included); repeated requests take the
 recordings in order and the last one answers again; a request recorded for no host matches on
-method and path. A request nothing answers gets 502 with `x-swebounty-replay: miss`, and each
-miss is logged, so a test that needs an unrecorded answer says which.
+method and path. A request nothing answers gets 502 at once (never a wait) with
+`x-swebounty-replay: miss` and a body naming it, and each miss is logged on a line of its own
+(`MISS` then the request: the catalog's `unanswered_marker`, which the verdict collects), so a
+test that needs an unrecorded answer fails at once and says which.
 
-    python replay.py --flows FILE --port PORT [--host 127.0.0.1]
+    python replay.py --port PORT --flows FILE [FILE ...] [--host 127.0.0.1]
+
+Several files are read in order, as one recording. As a test service (catalog.toml,
+`mitmproxy-replay`) the files are the task's (`Requirements.service_data`).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 MAX_FLOWS_BYTES = 512 << 20
+MISS = "swebounty-replay-miss: "  # the catalog's unanswered_marker for this service
 _HOP_BY_HOP = {"content-length", "transfer-encoding", "connection", "keep-alive"}
 
 
@@ -146,11 +152,16 @@ def serve(recordings: Recordings, host: str, port: int) -> ThreadingHTTPServer:
             name = (self.headers.get("host") or "").split(":")[0]
             ex = recordings.answer(self.command, name, self.path)
             if ex is None:
-                self.log_message("miss: %s %s%s", self.command, name, self.path)
+                request = f"{self.command} {name}{self.path}"[:500]
+                sys.stderr.write(f"{MISS}{request.encode('unicode_escape').decode()}\n")
+                body = f"no recorded answer for {request} in the replayed flows\n".encode()
                 self.send_response(502)
                 self.send_header("x-swebounty-replay", "miss")
-                self.send_header("content-length", "0")
+                self.send_header("content-type", "text/plain; charset=utf-8")
+                self.send_header("content-length", str(len(body)))
                 self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(body)
                 return
             self.send_response(ex.status)
             for key, value in ex.headers:
@@ -170,15 +181,17 @@ def serve(recordings: Recordings, host: str, port: int) -> ThreadingHTTPServer:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Answer HTTP requests from a flow file.")
-    parser.add_argument("--flows", type=Path, required=True)
+    parser.add_argument("--flows", type=Path, nargs="+", required=True)
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--host", default="127.0.0.1")
     args = parser.parse_args(argv)
-    try:
-        exchanges = read_flows(args.flows)
-    except (OSError, FlowError) as exc:
-        print(f"replay: cannot read {args.flows}: {exc}", file=sys.stderr)
-        return 2
+    exchanges: list[Exchange] = []
+    for path in args.flows:
+        try:
+            exchanges += read_flows(path)
+        except (OSError, FlowError) as exc:
+            print(f"replay: cannot read {path}: {exc}", file=sys.stderr)
+            return 2
     server = serve(Recordings(exchanges), args.host, args.port)
     print(f"replay: {len(exchanges)} recorded answers on {args.host}:{args.port}", flush=True)
     server.serve_forever()

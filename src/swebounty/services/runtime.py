@@ -11,6 +11,11 @@ and the driver are mounted read-only; the service runs from its environment's fo
 and a clean environment, so nothing of the workspace (the submission's files) is on its path.
 Its log is the one thing it writes outside the sandbox's private /tmp.
 
+Task data: a service whose command takes `{data}` (the replaying backend) gets the files the
+task gives it (`Requirements.service_data`), copied (regular files, no links, bounded) into a
+read-only folder of the run; the lines of its log that start with its `unanswered_marker` (a
+replay's misses) are what the verdict's record lists as unanswered.
+
 Stand-in hosts: a service that stands in for internet hosts (catalog `hosts`, and the names a
 repository's overrides route to it) gets a second driver whose app is relay.py: it answers on
 the hosts' ports (80, 443) and forwards to the service. The sandbox resolves those names to
@@ -29,9 +34,10 @@ import json
 import os
 import shutil
 import socket
+import stat
 import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -54,6 +60,7 @@ CERTIFI_BUNDLE = "site-packages/certifi/cacert.pem"  # in an environment's lib/p
 UNSERVED = "stand-in hosts need an isolated sandbox (its own hosts file and network)"
 APP_DID_NOT_ANSWER = 90  # driver.py's exit code when a service never answered
 LOG_LIMIT = 16 << 20
+DATA_LIMIT = 512 << 20  # each file a service reads (SWE-Lancer's flows: a few MB)
 BUNDLE_LIMIT = 8 << 20  # certifi's is ~0.3 MB
 
 
@@ -82,6 +89,9 @@ class Built:
     tls: Path | None = None  # tlsgen.py's files, when the service has tls_ports
     port: int = 0  # chosen by wrap()
     hosts_served: bool = False  # set by wrap(): only in an isolated sandbox
+    data: list[Path] = field(default_factory=list)  # the task's files, copied (build)
+    names: list[str] = field(default_factory=list)  # their names in the task
+    unanswered: list[str] = field(default_factory=list)  # read from its log (keep_logs)
 
 
 @dataclass
@@ -114,7 +124,7 @@ class StandIns:
                     relay += ["--cert", str(b.tls / "cert.pem"), "--key", str(b.tls / "key.pem")]
                 argv = self._driver(b, f"{s.name}-relay", [*s.http_ports, *s.tls_ports][-1],
                                     relay, argv)  # fmt: skip
-            cmd = b.service.command(python, b.port, str(DRIVER.parent))
+            cmd = b.service.command(python, b.port, str(DRIVER.parent), list(map(str, b.data)))
             argv = self._driver(b, b.service.name, b.port, [cmd[0], "-I", *cmd[1:]], argv)
         return argv
 
@@ -185,6 +195,7 @@ class StandIns:
         paths = {DRIVER.parent} | {p for b in self.built for p in (b.env.path,
                                                                      b.env.interpreter_prefix)}  # fmt: skip
         paths |= {b.tls for b in self.built if b.tls and b.hosts_served}
+        paths |= {b.data[0].parent for b in self.built if b.data}
         return [Mount(path=p) for p in sorted(paths)] + [Mount(path=self.logs, writable=True)]
 
     def uses(self) -> list[ServiceUse]:
@@ -202,6 +213,8 @@ class StandIns:
                 host_ports=b.service.stand_ins if b.hosts_served else [],
                 trusted=list(self.trusted) if b.hosts_served and b.tls else [],
                 missing="" if b.hosts_served or not b.service.hosts or not b.port else UNSERVED,
+                data=list(b.names),
+                unanswered=list(b.unanswered),
             )
             for b in self.built
         ]
@@ -213,16 +226,23 @@ class StandIns:
                 data = safefs.read_beneath(self.logs, name, LOG_LIMIT)
                 if data is not None:
                     (log_dir / f"service-{name}").write_bytes(data)
+                    if name == f"{b.service.name}.log":
+                        b.unanswered = _unanswered(data, b.service.unanswered_marker)
 
 
 def build(
-    services: list[Service], envs: EnvManager, scratch: Path, tests_env: Path | None = None
+    services: list[Service],
+    envs: EnvManager,
+    scratch: Path,
+    tests_env: Path | None = None,
+    data: Mapping[str, Sequence[str]] | None = None,
 ) -> StandIns:
     """Each service's environment (built once per cache, then shared), and a folder for their
     logs under `scratch`; `tests_env` is the environment the tests will run in, whose certifi
-    bundles get the stand-in CA (None: the caller only builds, nothing runs). Raises
-    EnvBuildError when one cannot be built: the tests would fail for want of it, which is the
-    harness's failure, not the submission's."""
+    bundles get the stand-in CA (None: the caller only builds, nothing runs); `data`: the
+    task's files per service (`Requirements.service_data`). Raises EnvBuildError when one
+    cannot be built, or a service's data cannot be read: the tests would fail for want of it,
+    which is the harness's failure, not the submission's."""
     logs = scratch / "services"
     if not services:
         return StandIns(built=[], logs=logs, tests_env=tests_env)
@@ -233,10 +253,65 @@ def build(
         for s in services
     ]
     for b in built:
+        b.names = list((data or {}).get(b.service.name, []))
+        b.data = _copy_data(b.service, b.names, scratch / "service-data" / b.service.name)
+    for b in built:
         if b.service.hosts and b.service.tls_ports:
             b.tls = tls_files(b.env, b.service.hosts, envs.cache.root / "tls")
     logs.mkdir(mode=0o755)
     return StandIns(built=built, logs=logs, tests_env=tests_env)
+
+
+def _copy_data(service: Service, names: Sequence[str], dest: Path) -> list[Path]:
+    """The task's files for `service`, copied into `dest` (readable by the sandbox): each a
+    regular file reached through no link, at most DATA_LIMIT bytes, that any user may read: the
+    dataset names them, and what they hold is shown to the sandbox, whose user is another, so
+    a file kept from other users (a key, a credential) is refused, never copied."""
+    if service.takes_data and not names:
+        raise EnvBuildError(f"the {service.name} test service reads the task's files, and the "
+                            "task gives it none (requires.service_data)")  # fmt: skip
+    if not service.takes_data and names:
+        raise EnvBuildError(f"the {service.name} test service reads no files of the task")
+    copies = []
+    for i, name in enumerate(names):
+        path = Path(name)
+        raw = _public_file(path) if path.is_absolute() else None
+        if raw is None:
+            raise EnvBuildError(f"the {service.name} test service's file {name} is not a "
+                                f"regular file of at most {DATA_LIMIT >> 20} MiB that any user "
+                                "may read, reached through no link, by an absolute path")  # fmt: skip
+        dest.mkdir(mode=0o755, parents=True, exist_ok=True)
+        copy = dest / f"{i}-{path.name}"
+        copy.write_bytes(raw)
+        copy.chmod(0o644)
+        copies.append(copy)
+    return copies
+
+
+def _public_file(path: Path) -> bytes | None:
+    """The bytes of `path`: a regular file (not a link: O_NOFOLLOW; a FIFO does not block
+    the open) readable by other users, of at most DATA_LIMIT bytes; else None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or not info.st_mode & stat.S_IROTH:
+            return None
+        raw = handle.read(DATA_LIMIT + 1)
+    return raw if len(raw) <= DATA_LIMIT else None
+
+
+def _unanswered(log: bytes, marker: str, limit: int = 100) -> list[str]:
+    """The requests named by the log's lines that start with `marker`, each once, in order."""
+    if not marker:
+        return []
+    found: dict[str, None] = {}
+    for line in log.decode("utf-8", "replace").splitlines():
+        if line.startswith(marker) and len(found) < limit:
+            found[line[len(marker) :].strip()[:500]] = None
+    return list(found)
 
 
 def certifi_bundles(env: Path) -> list[tuple[Path, bytes]]:

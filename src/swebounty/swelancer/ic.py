@@ -11,8 +11,8 @@ The task: base commit plus `setup_patch` (the bug put back: setups.py makes that
 workspace's only commit); the reference fix is the setup patch reversed; the hidden tests are
 `test_patch` (each folder's test.py under `swelancer/<folder>/`), never in the agent's
 workspace; the folder's place is kept (`swelancer_folders`) for what is not text (the flows).
-What running it takes is data (`requires`: the clone, the flows, the programs and services
-SWE-Lancer's runtime starts, a browser), which needs.py checks before any work, so each task's
+What running it takes is data (`requires`: the clone, the programs and services SWE-Lancer's
+runtime starts, the flows the replaying backend answers from, a browser), which needs.py checks before any work, so each task's
 verdict names everything this machine lacks; the app it serves is `swelancer_app`.
 """
 
@@ -44,7 +44,8 @@ _COMMIT = re.compile(r"[0-9a-f]{7,40}")
 # driven by Playwright from pytest. As data, checked before any work by needs.py.
 CLONE = "Expensify/App, about 3.2 GB: git clone --bare https://github.com/Expensify/App.git"
 PROGRAMS = ["nginx", "pusher-fake"]
-SERVICES = ["mitmproxy-replay"]
+REPLAY = "mitmproxy-replay"  # services/replay.py, in the catalog: answers from flow.mitm
+SERVICES = [REPLAY]
 APP = {"cmd": ["npm", "run", "web"], "port": 8082, "host": "dev.new.expensify.com", "tls": True}
 
 
@@ -137,9 +138,11 @@ def ic_task(row: dict[str, str], split: str, root: Path) -> dict[str, Any]:
         "swelancer_missing_folders": [n for n in names if not (issues / n).is_dir()],
         "requires": {
             "local_clone": CLONE,
-            "files": [str((p / "flow.mitm").resolve()) for p in present],
             "programs": PROGRAMS,
             "services": SERVICES,
+            # One recording per folder, read in order as one: each folder's test.py runs in
+            # the same session here (SWE-Lancer runs each apart, with its own flows).
+            "service_data": {REPLAY: [str((p / "flow.mitm").resolve()) for p in present]},
             "browser": True,
         },
         "swelancer_app": APP,
