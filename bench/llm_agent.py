@@ -14,9 +14,10 @@ the store and prints, per attempt, how it ended, model calls, tool calls, tokens
 with the verdict (JSON in bench/results/llm_agent.json). A model this small is not expected to
 solve anything; the point is that the whole loop runs on open weights, offline.
 
-`--agent mini-swe-agent` runs the named agent instead (its PyPI release installed into its own
-environment under the cache, unchanged, behind the model proxy): model calls are then the
-proxy's records, tool calls the `bash` calls in its own trajectory.
+`--agent mini-swe-agent` or `--agent openhands` runs that named agent instead (its PyPI release
+installed into its own environment under the cache, unchanged, behind the model proxy): model
+calls are then the proxy's records, tool calls the ones in its own trajectory (mini-swe-agent's
+messages, OpenHands' action events). `--max-steps` is its step or iteration limit.
 """
 
 from __future__ import annotations
@@ -108,6 +109,10 @@ def agent_options(args: argparse.Namespace) -> list[str]:
     kwargs: dict[str, object] = {"max_tokens": args.max_output_tokens}
     if args.force_bash:
         kwargs["tool_choice"] = FORCE_BASH
+    if args.agent == "openhands":  # its LLM's own fields; it has no bash tool to force
+        llm = {"max_output_tokens": args.max_output_tokens}
+        oh = {"max_iterations": args.max_steps, "llm": llm}
+        return ["--option", f"settings={json.dumps(oh)}"]
     settings = {"step_limit": args.max_steps, "overrides": {"model": {"model_kwargs": kwargs}}}
     return ["--option", f"settings={json.dumps(settings)}"]
 
@@ -124,6 +129,10 @@ def counts(trajectory: list[dict[str, Any]]) -> tuple[int, int]:
         for e in trajectory
         if e["type"] == "agent_trajectory" and isinstance(e.get("message"), dict)
     )
+    tools += sum(
+        e["type"] == "agent_trajectory" and (e.get("event") or {}).get("kind") == "ActionEvent"
+        for e in trajectory
+    )
     return calls, tools
 
 
@@ -138,13 +147,15 @@ def main() -> None:
     parser.add_argument(
         "--force-bash", action="store_true", help="force every answer to be a bash tool call"
     )
-    parser.add_argument("--agent", choices=("llm", "mini-swe-agent"), default="llm")
+    parser.add_argument("--agent", choices=("llm", "mini-swe-agent", "openhands"), default="llm")
     parser.add_argument(
         "--no-amx", action="store_true", help="keep llama.cpp off AMX (a VM that traps on it)"
     )
     parser.add_argument("--cache-dir", type=Path, default=Path("~/.cache/swebounty").expanduser())
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
+    if args.force_bash and args.agent == "openhands":
+        parser.error("--force-bash names the llm agent's and mini-swe-agent's bash tool")
     suffix = "" if args.agent == "llm" else "_" + args.agent.replace("-", "_")
     args.json = args.json or RESULTS / f"llm_agent{suffix}.json"
     run_id = f"bench-smollm2{suffix.replace('_', '-')}"
