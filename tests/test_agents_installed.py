@@ -46,8 +46,11 @@ def test_the_interpreter_is_mounted_unless_the_sandbox_has_it(tmp_path: Path) ->
     config = InstalledConfig(agents_dir=tmp_path, model="m", base_url="http://127.0.0.1:1/v1")
     env = tmp_path / "openhands-0123"
     pyenv = Path("/root/.pyenv/versions/3.12.1")  # under root's 700 home: only a mount reaches it
-    assert OpenHandsAgent(config, env, "1.11.0", pyenv).harness_mounts == [env, pyenv]
-    assert OpenHandsAgent(config, env, "1.11.0", Path("/usr")).harness_mounts == [env]
+    agent = OpenHandsAgent(config, env, "1.11.0", pyenv)
+    # Its environment is the harness's (under the cache); the interpreter is checked by `run`
+    # against what an agent must not see, as a --mount is.
+    assert (agent.harness_mounts, agent.mounts()) == ([env], [pyenv])
+    assert OpenHandsAgent(config, env, "1.11.0", Path("/usr")).mounts() == []
 
 
 def test_an_agent_that_does_not_install_says_what_to_do_instead() -> None:

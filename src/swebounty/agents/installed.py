@@ -84,8 +84,9 @@ class InstalledAgent(CommandAgent):
         command = f'"{env}/venv/bin/python" -I "{env}/{self.runner}"'
         super().__init__(config.model_copy(update={"command": command}))
         self.harness_mounts = [env_dir]
-        if not python_home.is_relative_to("/usr"):  # /usr is in every sandbox
-            self.harness_mounts.append(python_home)
+        # The interpreter's folder, unless the sandbox has it (/usr): a mount like the user's,
+        # which `run` checks against what the agent must not see (the store, the data).
+        self.python_mounts = [] if python_home.is_relative_to("/usr") else [python_home]
         self.env_vars = {
             "SWEBOUNTY_AGENT_ENV": str(env_dir),
             "SWEBOUNTY_AGENT_SETTINGS": json.dumps(self.settings_for(config)),
@@ -104,6 +105,9 @@ class InstalledAgent(CommandAgent):
         agent = cls(config, env_dir, version, python_home)
         CommandAgent.create(agent.config.model_dump(), tasks)  # the command agent's checks
         return agent
+
+    def mounts(self) -> list[Path]:
+        return [*super().mounts(), *self.python_mounts]
 
     def settings_for(self, config: InstalledConfig) -> dict[str, Any]:
         return dict(config.settings)
