@@ -110,7 +110,9 @@ def agent_options(args: argparse.Namespace) -> list[str]:
     if args.force_bash:
         kwargs["tool_choice"] = FORCE_BASH
     if args.agent == "openhands":  # its LLM's own fields; it has no bash tool to force
-        llm = {"max_output_tokens": args.max_output_tokens}
+        # llama-cpp-python's server takes only strings as message contents (its 0.3.36
+        # answers 500 to OpenHands' lists of parts): OpenHands' own switch for such servers.
+        llm = {"max_output_tokens": args.max_output_tokens, "force_string_serializer": True}
         oh = {"max_iterations": args.max_steps, "llm": llm}
         return ["--option", f"settings={json.dumps(oh)}"]
     settings = {"step_limit": args.max_steps, "overrides": {"model": {"model_kwargs": kwargs}}}
