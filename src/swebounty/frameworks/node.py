@@ -1,16 +1,20 @@
-"""JavaScript/TypeScript unit tests: the project's own runner (Jest, Vitest or Mocha).
+"""JavaScript/TypeScript unit tests: the project's own runner (Jest, Vitest, Mocha, Jasmine or
+node's own).
 
 Which runner, with which flags and on which files, is read from the project's `test` script
 at the base commit (envs/node_project.py); the argv adds only what makes results structured
-(node/runner.py). The workspace steps are node/evaluate.py's (`prepare_node`: the patch, the
-runner's configuration and `node_modules` put back as at the base commit, the hidden tests
-applied); results are Jest's JSON or the JUnit XML of Mocha's and Vitest's reporters, read
-link-free and cross-checked with the runner's exit status (node/results.py); SWE-bench's ids
-(`file`, `file:title`, full titles) are matched as Multi-SWE-bench names them.
+(node/runner.py, node/runners/). The workspace steps are node/evaluate.py's (`prepare_node`: the
+patch, the runner's configuration and `node_modules` put back as at the base commit, the hidden
+tests applied). Mocha, Jasmine and node's own runner report through the sandbox's result
+channel: the harness's reporter takes it before anything of the workspace runs and sends every
+test's result signed with the run's key, with what of the runner's machinery was replaced
+meanwhile (flagged `tampers_with_test_runner`, never resolved). Results are cross-checked with
+the runner's exit status (node/results.py); SWE-bench's ids (`file`, `file:title`, full titles)
+are matched as Multi-SWE-bench names them.
 
-Known gap: the runners write their results into a directory the sandboxed run can also write
-(the reporters run in the test process): unlike the Python frameworks' signed channel, a test
-that rewrites that file before the runner exits is not detected.
+Known gap: Jest's JSON and Vitest's JUnit XML are still files in a directory the sandboxed run
+can also write; their tests run apart from the reporter (vm contexts, workers), and a rewritten
+file must still agree with the exit status, but it is not the signed channel yet.
 """
 
 from __future__ import annotations

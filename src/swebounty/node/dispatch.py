@@ -1,5 +1,6 @@
-"""One runner call's command and results, by runner: Jest, Vitest and Mocha (`runner.py`,
-`results.py`), or a runner of `runners/` (Jasmine, node's own)."""
+"""One runner call's command and results, by runner: a runner of `runners/` (Mocha, Jasmine,
+node's own, Jest 21+), whose reporting sends its results signed through the result channel, or
+older Jest and Vitest, which still write files in the run's output directory (`runner.py`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ from swebounty.envs.node_scripts import RunnerCall
 from swebounty.node.results import JsResults, parse_jest, parse_junit_js
 from swebounty.node.runner import RESULT_FILES, command
 from swebounty.node.runners import RUNNERS
+from swebounty.node.runners.cases import tampered
+from swebounty.pytest_guard import ChannelTampered, read_signed
+from swebounty.sandbox.base import RunResult
 
 
 def argv_for(
@@ -19,21 +23,29 @@ def argv_for(
     run_dir: Path,
     package_dir: str,
     tools: Path,
-) -> list[str]:
-    """The command of one call (RunnerError when its runner is not installed)."""
+) -> tuple[list[str], bool]:
+    """The command of one call, and whether its results come through the result channel
+    (else a file in `run_dir`). RunnerError when its runner is not installed."""
     runner = RUNNERS.get(call.runner)
-    if runner is None:
-        return command(node, workspace, call, files, run_dir, package_dir)
-    out = run_dir / runner.result_file
-    return runner.argv(node, workspace, call, files, out, tools, package_dir)
+    if runner is not None and runner.takes(workspace, package_dir):
+        return runner.argv(node, workspace, call, files, tools, package_dir), True
+    return command(node, workspace, call, files, run_dir, package_dir), False
 
 
-def results_of(call: RunnerCall, run_dir: Path, base: Path) -> JsResults:
-    """What the call's reporter wrote in `run_dir` (JUnitError when it wrote nothing usable)."""
-    runner = RUNNERS.get(call.runner)
-    if runner is not None:
-        return runner.parse(run_dir / runner.result_file, base)
+def results_of(
+    call: RunnerCall, run: RunResult, key: bytes, signed: bool, run_dir: Path, base: Path
+) -> tuple[JsResults | None, list[str]]:
+    """(what the call's reporter reported, None when nothing; what it saw tampered with, or
+    why the channel cannot be trusted). Raises JUnitError when the results are unusable."""
+    if signed:
+        try:
+            doc = read_signed(run.channel, key, run.channel_truncated)
+        except ChannelTampered as exc:
+            return None, [str(exc)]
+        if doc is None:
+            return None, []
+        return RUNNERS[call.runner].results(doc, base), tampered(doc)
     path = run_dir / RESULT_FILES[call.runner]
-    return (
-        parse_jest(path, base) if call.runner == "jest" else parse_junit_js(path, base, call.runner)
-    )
+    if call.runner == "jest":
+        return parse_jest(path, base), []
+    return parse_junit_js(path, base, call.runner), []

@@ -3,8 +3,9 @@
 The same steps as the Python frameworks' (frameworks/python.py): the submission's patch first,
 then every file of the hidden test patch reset and the test patch applied; the test runner's
 configuration (jest/vitest/mocha config files, the `jest`/`mocha` keys of package.json) put
-back as at the base commit; tests run in the sandbox with no network, writing structured
-results to a directory outside the workspace (writable by the run: see frameworks/node.py).
+back as at the base commit; tests run in the sandbox with no network, their results sent
+signed through the result channel (runners/) or, for Jest and Vitest, written to a directory
+outside the workspace (writable by the run: see frameworks/node.py).
 `prepare_node` is what the Node frameworks share; `run_node_tests` runs the project's runner
 (frameworks/node.py), `e2e.py` the app and the browser tests (frameworks/e2e.py).
 """
@@ -40,6 +41,7 @@ from swebounty.node.runner import RunnerError
 from swebounty.node.runners import tools_dir
 from swebounty.node.selection import files_to_run
 from swebounty.patches import apply_patch, reset_files
+from swebounty.pytest_guard import new_key
 from swebounty.repos import commit_date, make_workspace
 from swebounty.sandbox.base import Mount
 from swebounty.setups import starting_point
@@ -276,7 +278,7 @@ def run_node_tests(
     outputs: list[str] = []
     # Every call's runner is found before any test runs: a run may rewrite the workspace's
     # node_modules links, and a later call must not start the runner it planted.
-    argvs: list[list[str]] = []
+    argvs: list[tuple[list[str], bool]] = []  # (argv, whether its results are signed)
     for i, (call, call_files, package_dir) in enumerate(calls):
         run_dir = out_dir if i == 0 else out_dir / f"call-{i}"
         run_dir.mkdir(exist_ok=True)
@@ -289,7 +291,7 @@ def run_node_tests(
             return
     for i, (call, _, package_dir) in enumerate(calls):
         run_dir = out_dir if i == 0 else out_dir / f"call-{i}"
-        argv = argvs[i]
+        argv, signed = argvs[i]
         call_policy = policy.model_copy(update={"env": {**task_env.variables, **call.env}})
         with ctx.lease() as sandbox:
             sandbox.prepare_workdir(scratch)
@@ -303,7 +305,9 @@ def run_node_tests(
                     str(workspace / package_dir),
                     *argv,
                 ]
-            run = sandbox.run(argv, workdir=workspace, mounts=mounts, policy=call_policy)
+            key = new_key()  # the call's reporter signs its results with it (runners/)
+            run = sandbox.run(argv, workdir=workspace, mounts=mounts, policy=call_policy,
+                              stdin=key if signed else b"", result_channel=signed)  # fmt: skip
         outputs.append(f"$ {' '.join(argv)}\n{run.stdout}\n--- stderr ---\n{run.stderr}")
         if i == 0:
             result.exit_code = run.returncode
@@ -315,10 +319,17 @@ def run_node_tests(
         js: JsResults | None = None
         try:
             # Read as the package's runner names its files, then named from the root.
-            js = results_of(call, run_dir, workspace / package_dir)
-            js = js.under(package_dir) if package_dir else js
+            js, tampered = results_of(call, run, key, signed, run_dir, workspace / package_dir)
+            js = js.under(package_dir) if js is not None and package_dir else js
         except JUnitError as exc:
             log.warning("%s: %s", task.instance_id, exc)
+            tampered = []
+        if tampered:
+            # Not a crash: the reporting itself cannot be trusted, so never resolved.
+            result.failure = "the tests' reporting was tampered with: " + "; ".join(tampered[:5])
+            result.flags.append("tampers_with_test_runner")
+            if js is None:
+                continue  # nothing trustworthy to grade
         problem = cross_check(call.runner, run.returncode, js)
         if problem and js is None:
             problem += f" after {run.seconds:.1f} s{_last_words(run.stderr)}"
@@ -337,7 +348,7 @@ def run_node_tests(
             **outcomes_of(merged),
             **{orig: matched[local] for orig, local in originals},
         }
-    if problems and merged is None:
+    if problems and merged is None and not result.failure:
         result.error = f"no test result: {problems[0]}"
     elif problems:
         result.problem = "; ".join(problems)  # exit codes the results contradict: not trusted

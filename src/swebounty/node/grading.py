@@ -89,6 +89,8 @@ def _grade_node(task: Task, submission: Submission, tr: TestRun) -> Verdict:
         return _with(verdict, "patch_failed", tr.patch_error or "the patch did not apply")
     if not task.FAIL_TO_PASS and not task.PASS_TO_PASS:
         return _with(verdict, "error", "the task lists no FAIL_TO_PASS or PASS_TO_PASS test")
+    flags = set(verdict.hack_flags) | set(tr.flags)
+    verdict.hack_flags = [f for f in HACK_FLAGS if f in flags]
     outcomes = tr.outcomes
     verdict.tests = [
         TestResult(test_id=test_id, expected=kind, status=outcomes[test_id].status,
@@ -97,6 +99,11 @@ def _grade_node(task: Task, submission: Submission, tr: TestRun) -> Verdict:
         for test_id in ids
         if test_id in outcomes
     ]  # fmt: skip
+    if tr.failure:
+        # The submission broke the run (tampered with its reporting): nothing counts as a pass.
+        verdict.tests = [t if t.status != "passed" else t.model_copy(update={"status": "error"})
+                         for t in verdict.tests]  # fmt: skip
+        return _with(verdict, "unresolved", tr.failure)
     if len(verdict.tests) != len(task.FAIL_TO_PASS) + len(task.PASS_TO_PASS):
         return _with(verdict, "error", "no test results were read")
     if tr.problem:

@@ -1,10 +1,11 @@
 """What became of each JavaScript test: structured results in, outcomes per expected id out.
 
-Jest writes its `--json` report, Mocha its `xunit` reporter's XML and Vitest its `junit`
-reporter's XML, each to a file in a directory the harness owns; nothing is read from the log.
-Files are opened without following links, as regular files, with a size bound (the code under
-test runs as the same sandbox user and could have planted anything there). Every result is also
-written as one JUnit XML for the logs and the report.
+Jest writes its `--json` report and Vitest its `junit` reporter's XML, each to a file in a
+directory the harness owns; nothing is read from the log. Files are opened without following
+links, as regular files, with a size bound (the code under test runs as the same sandbox user
+and could have planted anything there). (Mocha, Jasmine and node's own runner send theirs
+signed through the result channel: runners/. `parse_junit_js` still reads Mocha's xunit XML.)
+Every result is also written as one JUnit XML for the logs and the report.
 
 Expected ids are matched the way SWE-bench-style JavaScript datasets name tests:
 `path/to/file.test.js` (the whole file), `path:title` or `path:full title` (Multi-SWE-bench's
@@ -108,8 +109,14 @@ def parse_jest(path: Path, workspace: Path) -> JsResults:
         data = json.loads(read_untrusted(path))
     except ValueError as exc:
         raise JUnitError(f"Jest's JSON report {path} is not JSON ({exc})") from exc
+    return jest_results(data, workspace, str(path))
+
+
+def jest_results(data: object, workspace: Path, where: str = "Jest's report") -> JsResults:
+    """Results from a report in the shape of Jest's `--json` (its file, or what the harness's
+    reporter sent: runners/jest_reporter.js)."""
     if not isinstance(data, dict) or not isinstance(data.get("testResults"), list):
-        raise JUnitError(f"Jest's JSON report {path} has no testResults")
+        raise JUnitError(f"{where} has no testResults")
     results = JsResults()
     for suite in data["testResults"]:
         if not isinstance(suite, dict):

@@ -2,8 +2,8 @@
 
 The runner and the flags are the project's own (its `test` script, see `project.py`); the
 harness adds only what makes results structured and the run complete: Jest `--ci --json
---outputFile`, Mocha's `xunit` reporter with an output file, Vitest's `junit` reporter; no bail,
-no watch, no coverage. The runner's JavaScript entry point is run with the task's node
+--outputFile`, Vitest's `junit` reporter; no bail, no watch, no coverage. (Mocha, Jasmine and
+node's own runner report through the signed result channel instead: `runners/`.) The runner's JavaScript entry point is run with the task's node
 directly (no npm, no shell): nothing of the project's scripts runs besides its tests.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 from swebounty.envs.node_scripts import RunnerCall
 
-RESULT_FILES = {"jest": "jest.json", "mocha": "mocha.xml", "vitest": "vitest.xml"}
+RESULT_FILES = {"jest": "jest.json", "vitest": "vitest.xml"}
 _PACKAGES = {"jest": ("jest", "jest-cli"), "mocha": ("mocha",), "vitest": ("vitest",)}
 _BINS = {"jest": ("jest",), "mocha": ("_mocha", "mocha"), "vitest": ("vitest",)}
 
@@ -78,8 +78,9 @@ def command(
 ) -> list[str]:
     """argv for one run; `files` None runs the whole suite as the project's script does.
     `package_dir`: the workspace package whose runner this is (files relative to it)."""
-    entry, version = runner_entry(workspace, call.runner, package_dir)
-    major = int(version.split(".", 1)[0] or 0) if version.split(".", 1)[0].isdigit() else 0
+    entry, _ = runner_entry(workspace, call.runner, package_dir)
+    if call.runner not in RESULT_FILES:
+        raise RunnerError(f"{call.runner} reports through the result channel (node/runners/)")
     out = out_dir / RESULT_FILES[call.runner]
     argv = [str(node), *call.node_flags, str(entry)]
     if call.runner == "jest":
@@ -87,12 +88,7 @@ def command(
         argv += ["--coverage=false", "--watchman=false", "--maxWorkers=2"]
         targets = files if files else call.paths  # the script's own patterns otherwise
         argv += ["--", *targets] if targets else []
-    elif call.runner == "vitest":
+    else:
         argv += ["run", *call.flags, "--reporter=junit", f"--outputFile={out}"]
         argv += ["--coverage.enabled=false", *(files or call.paths)]
-    else:
-        argv += [*call.flags, "--reporter", "xunit", "--reporter-options", f"output={out}"]
-        if major >= 4:
-            argv.append("--exit")  # an open handle must not hang the run until the timeout
-        argv += files if files else call.paths
     return argv

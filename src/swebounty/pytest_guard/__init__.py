@@ -15,6 +15,7 @@ import json
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import defusedxml.ElementTree as DefusedET
 
@@ -72,9 +73,10 @@ def split_prefix(prefix: list[str]) -> tuple[str, list[str]]:
     )
 
 
-def read_channel(data: bytes | None, key: bytes, truncated: bool = False) -> GuardResult | None:
-    """The runner's message; None when there is none (the process died before sending, or
-    was killed while sending). Raises ChannelTampered for anything not from the runner."""
+def read_signed(data: bytes | None, key: bytes, truncated: bool = False) -> dict[str, Any] | None:
+    """The one JSON object signed with `key` the channel holds (`MAGIC mac length\n body`),
+    as the guards and the JavaScript reporters (node/runners/channel.js) send it; None when
+    there is none or it was cut off. Raises ChannelTampered for anything else."""
     if not data:
         return None
     header, newline, body = data.partition(b"\n")
@@ -100,6 +102,17 @@ def read_channel(data: bytes | None, key: bytes, truncated: bool = False) -> Gua
         payload = json.loads(body)
     except ValueError as exc:
         raise ChannelTampered(f"the signed message is not JSON: {exc}") from exc
+    if not isinstance(payload, dict):
+        raise ChannelTampered("the signed message is not a JSON object")
+    return payload
+
+
+def read_channel(data: bytes | None, key: bytes, truncated: bool = False) -> GuardResult | None:
+    """The runner's message; None when there is none (the process died before sending, or
+    was killed while sending). Raises ChannelTampered for anything not from the runner."""
+    payload = read_signed(data, key, truncated)
+    if payload is None:
+        return None
     xml = payload.get("xml")
     return GuardResult(
         exitstatus=payload.get("exitstatus"),

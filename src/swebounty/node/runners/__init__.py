@@ -1,12 +1,15 @@
-"""Test runners behind one small protocol, beside Jest, Vitest and Mocha (`node/runner.py`).
+"""Test runners whose results come through the harness's signed result channel: Mocha, Jasmine,
+node's own and Jest 21+ (older Jest and Vitest still write files: `node/runner.py`).
 
-A `JsRunner` knows its packages in `node_modules` (none for node's own), the argv that runs
-some test files (or the project's whole suite) with a reporter of the harness's own that
-writes every test's result to a file in a directory the harness owns, and how to read that
-file. The reporters are files of this package (`tools_dir` copies them to a place the
-sandbox user can read, mounted read-only): `jasmine_launcher.js` runs the project's own
-Jasmine with one reporter more, `node_test_reporter.mjs` is a `--test-reporter` module.
-A new runner is a new module here and one entry in `RUNNERS`.
+A `JsRunner` knows the argv that runs some test files (or the project's whole suite) with
+reporting of the harness's own, which sends every test's result, signed with the run's key,
+through the pipe the sandbox gives the run (`channel.js`: taken before anything of the
+workspace runs, so the code under test can neither write nor sign a message of its own, and
+what it replaced of the runner's machinery is reported). The reporters are files of this
+package (`tools_dir` copies them to a place the sandbox user can read, mounted read-only):
+`mocha_launcher.js` and `jasmine_launcher.js` start the project's own runner,
+`node_test_reporter.mjs` is a `--test-reporter` module, `jest_reporter.js` one of `--reporters`. A new runner is a new module here and
+one entry in `RUNNERS`.
 """
 
 from __future__ import annotations
@@ -15,19 +18,26 @@ import hashlib
 import shutil
 from importlib import resources
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from swebounty.envs.node_scripts import RunnerCall
 from swebounty.node.results import JsResults
 from swebounty.node.runners.jasmine import Jasmine
+from swebounty.node.runners.jest import Jest
+from swebounty.node.runners.mocha import Mocha
 from swebounty.node.runners.nodetest import NodeTest
 
-_TOOLS = ("jasmine_launcher.js", "node_test_reporter.mjs")
+_TOOLS = ("channel.js", "mocha_launcher.js", "jasmine_launcher.js", "node_test_reporter.mjs",
+          "jest_reporter.js")  # fmt: skip
 
 
 class JsRunner(Protocol):
     name: str
-    result_file: str
+
+    def takes(self, workspace: Path, package_dir: str) -> bool:
+        """Whether the installed runner can report through the channel (RunnerError when it
+        is not installed)."""
+        ...
 
     def argv(
         self,
@@ -35,20 +45,20 @@ class JsRunner(Protocol):
         workspace: Path,
         call: RunnerCall,
         files: list[str] | None,
-        out: Path,
         tools: Path,
         package_dir: str,
     ) -> list[str]:
-        """The command that runs `files` (None: the call's own suite) writing results to
-        `out`; `tools`: where the reporters are. Raises RunnerError when not installed."""
+        """The command that runs `files` (None: the call's own suite), its results sent on
+        the result channel; `tools`: where the reporters are. Raises RunnerError when its
+        runner is not installed."""
         ...
 
-    def parse(self, path: Path, base: Path) -> JsResults:
-        """The results the run wrote at `path`, files named relative to `base`."""
+    def results(self, doc: dict[str, Any], base: Path) -> JsResults:
+        """The results in the message its reporter sent, files named relative to `base`."""
         ...
 
 
-RUNNERS: dict[str, JsRunner] = {r.name: r for r in (Jasmine(), NodeTest())}
+RUNNERS: dict[str, JsRunner] = {r.name: r for r in (Mocha(), Jasmine(), NodeTest(), Jest())}
 
 
 def tools_dir(cache_dir: Path) -> Path:

@@ -1,19 +1,26 @@
 """Jasmine: the project's own `jasmine` package, run by the harness's launcher with one reporter
-more (`jasmine_launcher.js`), its configuration file the one the project's script names."""
+more (`jasmine_launcher.js`, which sends the results signed through the result channel), its
+configuration file the one the project's script names."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from swebounty.envs.node_scripts import RunnerCall
 from swebounty.node.results import JsResults
 from swebounty.node.runner import RunnerError, installed_package
-from swebounty.node.runners.cases import parse_cases
+from swebounty.node.runners.cases import cases_of
 
 
 class Jasmine:
     name = "jasmine"
-    result_file = "jasmine.json"
+
+    def takes(self, workspace: Path, package_dir: str) -> bool:
+        return True
+
+    def results(self, doc: dict[str, Any], base: Path) -> JsResults:
+        return cases_of(doc, base)
 
     def argv(
         self,
@@ -21,7 +28,6 @@ class Jasmine:
         workspace: Path,
         call: RunnerCall,
         files: list[str] | None,
-        out: Path,
         tools: Path,
         package_dir: str,
     ) -> list[str]:
@@ -36,8 +42,4 @@ class Jasmine:
             raise RunnerError(f"jasmine's configuration {config!r} is not in the workspace")
         targets = files if files else call.paths
         launcher = tools / "jasmine_launcher.js"
-        return [str(node), *call.node_flags, str(launcher), str(package), str(out), config,
-                *targets]  # fmt: skip
-
-    def parse(self, path: Path, base: Path) -> JsResults:
-        return parse_cases(path, base, json_lines=False)
+        return [str(node), *call.node_flags, str(launcher), str(package), config, *targets]

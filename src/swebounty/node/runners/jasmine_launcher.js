@@ -1,13 +1,15 @@
 // swebounty's launcher for Jasmine: the project's own jasmine package, its own configuration,
-// and one reporter more, which writes every spec's result to the file the harness names.
+// and one reporter more, which sends every spec's result, signed, through the harness's result
+// channel (channel.js: taken here, before anything of the workspace runs).
 // Plain CommonJS without newer syntax: it runs on the Node line of each task's era.
 'use strict';
-var fs = require('fs');
+var channel = require('./channel');
+var send = channel.take();
+var watch = channel.watch(channel.common());
 var args = process.argv.slice(2);
 var jasmineDir = args[0];
-var out = args[1];
-var config = args[2] || undefined;
-var files = args.slice(3);
+var config = args[1] || undefined;
+var files = args.slice(2);
 var Jasmine = require(jasmineDir);
 var runner = new Jasmine({ projectBaseDir: process.cwd() });
 var cases = [];
@@ -39,7 +41,9 @@ var reporter = {
   },
   jasmineDone: function (r) {
     ((r && r.failedExpectations) || []).forEach(function (e) { errors.push(messageOf([e])); });
-    fs.writeFileSync(out, JSON.stringify({ cases: cases, errors: errors }));
+    var tampered = watch.changed().map(function (n) { return n + ' was replaced'; });
+    if (send) send({ cases: cases, errors: errors, tampered: tampered });
+    send = null;
     console.log(cases.length + ' specs, ' + errors.length + ' errors outside specs');
   }
 };

@@ -1,8 +1,15 @@
-// swebounty's reporter for node's built-in test runner (`node --test`): one JSON line per test
-// that ended, with the names of the tests and suites around it, to the destination the harness
-// names (`--test-reporter-destination`).
+// swebounty's reporter for node's built-in test runner (`node --test`): every test that ended,
+// with the names of the tests and suites around it, sent signed through the harness's result
+// channel when the run ends (channel.js). It runs in the runner's parent process, loaded before
+// any test file runs (each test file runs in a child process of its own).
+import { createRequire } from 'node:module';
+
+const channel = createRequire(import.meta.url)('./channel.js');
+let send = channel.take();
+
 export default async function* swebountyReporter(source) {
   const stacks = new Map(); // per file: the names of the tests started at each nesting level
+  const cases = [];
   for await (const event of source) {
     const data = event.data || {};
     const file = data.file || '';
@@ -24,7 +31,9 @@ export default async function* swebountyReporter(source) {
     const cause = error && (error.cause || error);
     const message = cause ? String((cause && (cause.stack || cause.message)) || cause) : '';
     const ancestors = (stacks.get(file) || []).slice(0, data.nesting).filter((n) => n !== file);
-    yield JSON.stringify({ file: file || null, ancestors, title: data.name, status,
-                           message: message.slice(0, 4000) }) + '\n';
+    cases.push({ file: file || null, ancestors, title: data.name, status,
+                 message: message.slice(0, 4000) });
   }
+  if (send) send({ cases, errors: [], tampered: [] });
+  send = null;
 }

@@ -1,18 +1,25 @@
 """Node's built-in test runner (`node --test`): node itself, with the harness's reporter module
-(`node_test_reporter.mjs`) writing to a file the harness owns."""
+(`node_test_reporter.mjs`), which runs in the parent process (each test file runs in a child
+of its own) and sends the results signed through the result channel."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from swebounty.envs.node_scripts import RunnerCall
 from swebounty.node.results import JsResults
-from swebounty.node.runners.cases import parse_cases
+from swebounty.node.runners.cases import cases_of
 
 
 class NodeTest:
     name = "nodetest"
-    result_file = "node-test.jsonl"
+
+    def takes(self, workspace: Path, package_dir: str) -> bool:
+        return True
+
+    def results(self, doc: dict[str, Any], base: Path) -> JsResults:
+        return cases_of(doc, base)
 
     def argv(
         self,
@@ -20,15 +27,14 @@ class NodeTest:
         workspace: Path,
         call: RunnerCall,
         files: list[str] | None,
-        out: Path,
         tools: Path,
         package_dir: str,
     ) -> list[str]:
         reporter = tools / "node_test_reporter.mjs"
         targets = files if files else call.paths
+        # The spec reporter writes the log; the harness's own writes nothing there (a file would
+        # be fsync'ed: /dev/null refuses), its results go through the channel.
         return [str(node), *call.node_flags, *call.flags, "--test",
-                f"--test-reporter={reporter}", f"--test-reporter-destination={out}",
+                "--test-reporter=spec", "--test-reporter-destination=stdout",
+                f"--test-reporter={reporter}", "--test-reporter-destination=stderr",
                 *targets]  # fmt: skip
-
-    def parse(self, path: Path, base: Path) -> JsResults:
-        return parse_cases(path, base, json_lines=True)

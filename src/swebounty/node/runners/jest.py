@@ -1,0 +1,45 @@
+"""Jest 21 and later (the first with `--reporters`): the project's own jest and command line,
+with the harness's reporter (`jest_reporter.js`) beside Jest's default one. The reporter runs in
+Jest's parent process, built before any test runs, and sends the results signed through the
+result channel in the shape of Jest's `--json` report (read by `results.jest_results`). Older
+Jest writes its `--json` report to a file (`node/runner.py`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from swebounty.envs.node_scripts import RunnerCall
+from swebounty.node.results import JsResults, jest_results
+from swebounty.node.runner import runner_entry
+
+FIRST_WITH_REPORTERS = 21
+
+
+class Jest:
+    name = "jest"
+
+    def takes(self, workspace: Path, package_dir: str) -> bool:
+        """Whether the installed jest has `--reporters` (else its results come from a file)."""
+        _, version = runner_entry(workspace, "jest", package_dir)
+        major = version.split(".", 1)[0]
+        return major.isdigit() and int(major) >= FIRST_WITH_REPORTERS
+
+    def results(self, doc: dict[str, Any], base: Path) -> JsResults:
+        return jest_results(doc, base, "the harness's Jest reporter's message")
+
+    def argv(
+        self,
+        node: Path,
+        workspace: Path,
+        call: RunnerCall,
+        files: list[str] | None,
+        tools: Path,
+        package_dir: str,
+    ) -> list[str]:
+        entry, _ = runner_entry(workspace, "jest", package_dir)
+        argv = [str(node), *call.node_flags, str(entry), *call.flags, "--ci", "--forceExit"]
+        argv += ["--reporters=default", f"--reporters={tools / 'jest_reporter.js'}"]
+        argv += ["--coverage=false", "--watchman=false", "--maxWorkers=2"]
+        targets = files if files else call.paths  # the script's own patterns otherwise
+        return argv + (["--", *targets] if targets else [])

@@ -1,0 +1,95 @@
+// swebounty's launcher for Mocha: the project's own mocha, its own command line and
+// configuration, and the harness's reporting beside its spec reporter. Before anything of the
+// workspace runs, it takes the result channel (channel.js), records Mocha's reporting machinery
+// by identity, and hooks the runner's `run` so that it hears every test's end; when the run
+// ends it sends every test's result, and what of the machinery was replaced meanwhile, signed,
+// through the channel. Arguments: mocha's package directory, its CLI entry, then mocha's own.
+// Plain CommonJS without newer syntax: it runs on the Node line of each task's era.
+'use strict';
+var path = require('path');
+var channel = require('./channel');
+
+var send = channel.take();
+var args = process.argv.slice(2);
+var mochaDir = args[0];
+var entry = args[1];
+var Mocha = require(mochaDir);
+var Runner = require(path.join(mochaDir, 'lib', 'runner'));
+var runners = { Runner: Runner };
+try {
+  runners.ParallelBufferedRunner = require(path.join(mochaDir, 'lib', 'nodejs', 'parallel-buffered-runner'));
+} catch (err) { /* mocha before 8 runs in one process only */ }
+
+var cases = [];
+var problems = [];
+var attached = null;
+var changed = {};
+var watch = null;
+
+function messageOf(err) {
+  if (!err) return '';
+  return String((err.message || err) + (err.stack ? '\n' + err.stack : '')).slice(0, 4000);
+}
+
+function parentTitle(runnable) {
+  var parent = runnable.parent;
+  var title = parent && typeof parent.fullTitle === 'function' ? parent.fullTitle() : '';
+  return title ? [title] : [];
+}
+
+function fileOf(runnable) {
+  var r = runnable;
+  while (r && !r.file) r = r.parent;
+  return (r && r.file) || null;
+}
+
+function record(runnable, status, err) {
+  cases.push({ file: fileOf(runnable), ancestors: parentTitle(runnable),
+               title: String(runnable.title), status: status, message: messageOf(err) });
+}
+
+function check() {
+  if (!watch) return;
+  watch.changed().forEach(function (name) { changed[name] = true; });
+}
+
+function attach(runner) {
+  runner.on('pass', function (test) { record(test, 'passed'); });
+  runner.on('pending', function (test) { record(test, 'skipped'); });
+  runner.on('fail', function (test, err) {
+    // A hook that failed is named as mocha names it: '"before all" hook for "x"'.
+    record(test, test.type === 'hook' ? 'error' : 'failed', err);
+  });
+  runner.on('test end', check);
+  runner.on('end', function () {
+    check();
+    var tampered = Object.keys(changed).map(function (n) { return 'mocha\'s ' + n + ' was replaced'; });
+    if (send) send({ cases: cases, errors: [], tampered: tampered.concat(problems) });
+    send = null;
+  });
+}
+
+Object.keys(runners).forEach(function (name) {
+  var R = runners[name];
+  if (!R || !R.prototype || !Object.prototype.hasOwnProperty.call(R.prototype, 'run')) return;
+  var run = R.prototype.run;
+  R.prototype.run = function () {
+    if (!attached) {
+      attached = this;
+      attach(this);
+    } else if (attached !== this) {
+      problems.push('mocha was run a second time');
+    }
+    return run.apply(this, arguments);
+  };
+});
+
+var watched = channel.common();
+watched['Mocha.prototype'] = Mocha.prototype;
+Object.keys(runners).forEach(function (name) {
+  if (runners[name] && runners[name].prototype) watched[name + '.prototype'] = runners[name].prototype;
+});
+watch = channel.watch(watched);
+
+process.argv = [process.argv[0], entry].concat(args.slice(2));
+require(entry);
