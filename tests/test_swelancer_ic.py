@@ -49,6 +49,12 @@ def test_ic_rows_with_their_folders_are_e2e_fix_tasks(tmp_path: Path) -> None:
     assert extra["swelancer_missing_folders"] == ["14294_1"]
     assert extra["swelancer_folders"] == [str((tmp_path / "issues" / "14294").resolve())]
     assert extra["split"] == "lite" and paste.value_usd == 4000.0
+    # The recorded backend goes to the catalog's replay, which needs.py and the run check.
+    assert paste.requires is not None and paste.requires.files == []
+    assert paste.requires.service_data == {
+        "mitmproxy-replay": [str((tmp_path / "issues" / "14294" / "flow.mitm").resolve())]
+    }
+    assert paste.requires.services == ["mitmproxy-replay"]
     assert seven.setup_patch == SETUP  # the later releases' name for the setup patch
     assert reset.base_commit.startswith("75bf54eb") and reset.setup_patch == reset.patch == ""
     assert manager.kind == "pick"
