@@ -14,7 +14,8 @@ Its log is the one thing it writes outside the sandbox's private /tmp.
 Task data: a service whose command takes `{data}` (the replaying backend) gets the files the
 task gives it (`Requirements.service_data`), copied (regular files, no links, bounded) into a
 read-only folder of the run; the lines of its log that start with its `unanswered_marker` (a
-replay's misses) are what the verdict's record lists as unanswered.
+replay's misses) are what the verdict's record lists as unanswered. The log is written inside
+the sandbox, where the submission's code runs too: what it says is reported, never scored.
 
 Stand-in hosts: a service that stands in for internet hosts (catalog `hosts`, and the names a
 repository's overrides route to it) gets a second driver whose app is relay.py: it answers on
