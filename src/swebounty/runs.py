@@ -30,6 +30,7 @@ from swebounty.limitations import limitation
 from swebounty.needs import cannot_run, missing
 from swebounty.outcomes import swebench_instance_report
 from swebounty.sandbox._process import kill_running
+from swebounty.services.models import unanswered_said
 from swebounty.store import Store
 from swebounty.tasks import RecordError, Submission, Task
 from swebounty.testrun import build_task_env, run_tests
@@ -88,6 +89,8 @@ def evaluate_one(task: Task, submission: Submission, ctx: EvalContext, log_dir: 
         verdict.env_key = tr.env_key
         verdict.test_infra_reverted = tr.test_infra_reverted
         verdict.services = tr.services
+        if (said := unanswered_said(tr.services)) and verdict.status != "resolved":
+            verdict.reason = f"{verdict.reason}; {said}" if verdict.reason else said
         kept = log_dir / "artifacts"  # screenshots and traces a framework kept
         verdict.artifacts = sorted(
             p.relative_to(log_dir).as_posix() for p in kept.rglob("*") if p.is_file()

@@ -61,13 +61,6 @@ class E2E(Pytest):
             verdict.hack_flags = [
                 f for f in HACK_FLAGS if f in {*verdict.hack_flags, "hangs_tests"}
             ]
-        unanswered = [(s.name, r) for s in run.services for r in s.unanswered]
-        if unanswered and verdict.status != "resolved":
-            # Said, not judged: the recording may lack what another correct fix asks for.
-            asked = "; ".join(f"{r} ({name}: see service-{name}.log)" for name, r in unanswered[:5])
-            more = f" and {len(unanswered) - 5} more" if len(unanswered) > 5 else ""
-            said = f"no recorded answer for {asked}{more}"
-            verdict.reason = f"{verdict.reason}; {said}" if verdict.reason else said
         return verdict
 
     def hack_flags(self, task: Task, patch: str) -> list[str]:

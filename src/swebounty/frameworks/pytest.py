@@ -201,7 +201,6 @@ def _run_guarded(
     key = new_key()
     argv = runner_argv(python, guard_dir / "config.json", runner)
     argv, variables = services.attach(sandbox, argv, task_env.env, mounts)
-    result.services = services.uses()
     policy = ctx.policy.model_copy(update={"env": variables, **services.network()})
     run = sandbox.run(
         argv, workdir=workspace, mounts=mounts, policy=policy, stdin=key, result_channel=True
@@ -209,6 +208,7 @@ def _run_guarded(
     _write(log_dir / "test_output.txt", run.stdout + "\n--- stderr ---\n" + run.stderr)
     result.exit_code = run.returncode
     services.keep_logs(log_dir)
+    result.services = services.uses()  # after the run: what the services' logs said
     return services.explain(_read_results(ctx, run, key, log_dir, result), run)
 
 

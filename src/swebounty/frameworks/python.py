@@ -28,7 +28,7 @@ from swebounty.patches import apply_patch, reset_files
 from swebounty.pristine import linked_workspace
 from swebounty.repos import commit_date, make_workspace
 from swebounty.sandbox import Sandbox
-from swebounty.services.catalog import declared
+from swebounty.services.catalog import for_task
 from swebounty.services.runtime import StandIns, build, shipped_catalog
 from swebounty.setups import starting_point
 from swebounty.tasks import Task
@@ -66,8 +66,8 @@ def prepare(
     began = time.time()  # a file written since may not get a timestamp pyc (bytecode.py)
     workspace, env, when = checkout(task, ctx, scratch, overlaid=True, owner=owner)
     result.env_key = env.key
-    wanted = declared(ctx.envs.overrides, shipped_catalog(), task.repo, task.version, when)
-    services = build(wanted, ctx.envs, scratch, tests_env=env.path)
+    wanted, data = for_task(task, ctx.envs.overrides, shipped_catalog(), when)
+    services = build(wanted, ctx.envs, scratch, tests_env=env.path, data=data)
     pyc = bytecode.prepare(
         ctx.cache_dir, env, workspace, lambda: nullcontext(sandbox), ctx.policy, scratch / "pyc"
     )
@@ -154,8 +154,8 @@ def build_task_env(task: Task, ctx: RunContext) -> Environment:
     scratch = ctx.work_dir / f"env-{task.instance_id}-{uuid.uuid4().hex[:8]}"
     try:
         _, env, when = checkout(task, ctx, scratch)
-        build(declared(ctx.envs.overrides, shipped_catalog(), task.repo, task.version, when),
-              ctx.envs, scratch)  # fmt: skip
+        wanted, data = for_task(task, ctx.envs.overrides, shipped_catalog(), when)
+        build(wanted, ctx.envs, scratch, data=data)
         return env
     finally:
         safefs.remove_tree(scratch)

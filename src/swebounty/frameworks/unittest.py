@@ -231,7 +231,6 @@ def run_program(
     python = task_env.test_prefix[0]
     argv = runner_argv(python, guard_dir / "config.json", UNITTEST_RUNNER)
     argv, variables = ready.services.attach(sandbox, argv, task_env.env, mounts)
-    result.services = ready.services.uses()
     policy = ctx.policy.model_copy(update={"env": variables, **ready.services.network()})
     run = sandbox.run(
         argv, workdir=workspace, mounts=mounts, policy=policy, stdin=key, result_channel=True,
@@ -241,6 +240,7 @@ def run_program(
     )
     result.exit_code = run.returncode
     ready.services.keep_logs(log_dir)
+    result.services = ready.services.uses()  # after the run: what the services' logs said
     if run.timed_out:
         result.timed_out = True
     try:

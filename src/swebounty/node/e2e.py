@@ -10,8 +10,8 @@ network namespace, whose only interface is its own loopback. The tests' Python e
 the browser is the machine's Chromium. Screenshots and traces of failed tests are kept in the
 verdict's logs (`artifacts/`) and linked from the HTML report.
 
-The test services a task requires (`Requirements.services`, with their files in
-`service_data`: a replaying backend and its recorded flows) start in the same sandbox before
+The test services of the task (its `requires.services`, with their files in `service_data`: a
+replaying backend and its recorded flows; its repository's) start in the same sandbox before
 the app, each under its own driver (services/runtime.py), and stop after the tests; the app and
 the tests are told where they are (the catalog's variables, e.g. REPLAY_URL).
 """
@@ -31,6 +31,7 @@ from swebounty import safefs
 from swebounty.envs.node_manager import NodeTaskEnv
 from swebounty.report.browser import find_chromium
 from swebounty.sandbox.base import Mount
+from swebounty.services.catalog import for_task
 from swebounty.services.runtime import StandIns, build, shipped_catalog
 from swebounty.tasks import EnvSpec, Task
 from swebounty.testing import (
@@ -181,10 +182,8 @@ def run_e2e(
 
 
 def _services(task: Task, ctx: EvalContext, scratch: Path, tests_env: Path) -> StandIns:
-    """The test services the task requires, built (needs.py refused unknown ones already)."""
-    need = task.requires
-    wanted = [shipped_catalog().get(name) for name in need.services] if need else []
-    data = need.service_data if need else {}
+    """The test services of the task (its own `requires`, its repository's), built."""
+    wanted, data = for_task(task, ctx.envs.overrides, shipped_catalog(), None)
     return build(wanted, ctx.envs, scratch, tests_env=tests_env, data=data)
 
 

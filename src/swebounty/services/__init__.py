@@ -23,8 +23,8 @@ the tests are told where it is through the variables the catalog names (`HTTPBIN
               standard library only: the catalog's `mitmproxy-replay`, which an e2e task
               names in `requires.services` with its flows in `requires.service_data`
 
-A task may also require services itself (`Task.requires.services`: e2e tasks, node/e2e.py),
-and give them files (`requires.service_data`, the catalog's `{data}`).
+A task may also require services itself (`Task.requires.services`, catalog.for_task), and
+give them files (`requires.service_data`, the catalog's `{data}`): a recorded backend.
 
 Stand-in hosts: a service may answer for internet host names the tests use literally
 (catalog `hosts`, plus names a repository's overrides route to it); inside the sandbox they

@@ -1,4 +1,5 @@
-"""The catalog of test services (catalog.toml), and which of them a task's repository declares.
+"""The catalog of test services (catalog.toml), and which of them a task's repository declares
+(or the task itself: `for_task`).
 
 A service is data: the packages that are it (exact pins, resolved with the index as of a fixed
 date, on an interpreter of its own; none for a program of swebounty's own that needs only the
@@ -25,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from swebounty.envs.interpreters import Interpreter, find
 from swebounty.envs.overrides import Override, load_toml, matching
 from swebounty.sandbox.base import HOST_NAME
+from swebounty.tasks import Task
 
 PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 EXACT_PIN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*==[A-Za-z0-9.+!_-]+$")
@@ -266,3 +268,19 @@ def declared(
         raise ServiceError(f"{repo}: two test services stand in for the same host or on the "
                            f"same port (hosts {hosts}, ports {ports})")  # fmt: skip
     return result
+
+
+def for_task(
+    task: Task, overrides: list[Override], catalog: Catalog, when: datetime | None
+) -> tuple[list[Service], dict[str, list[str]]]:
+    """The services a task's tests run beside: its repository's (`declared`), then those the
+    task requires itself (`requires.services`: a replaying backend), each once; and the task's
+    files for them (`requires.service_data`). Raises ServiceError as `declared` does, and for a
+    required service the catalog does not hold."""
+    found = declared(overrides, catalog, task.repo, task.version, when)
+    need = task.requires
+    if need is None:
+        return found, {}
+    names = {s.name for s in found}
+    found += [catalog.get(n) for n in dict.fromkeys(need.services) if n not in names]
+    return found, dict(need.service_data)

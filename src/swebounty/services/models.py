@@ -37,3 +37,15 @@ class ServiceUse(BaseModel):
         default_factory=list,
         description="requests it had no answer for (a replay's misses: not in the recording)",
     )
+
+
+def unanswered_said(uses: list[ServiceUse], limit: int = 5) -> str:
+    """The requests the services had no answer for, in words ('' when none): said on a verdict
+    that is not resolved, never judged (the recording may lack what another correct fix asks,
+    and the services' logs, where these come from, are written inside the sandbox)."""
+    asked = [(u.name, r) for u in uses for r in u.unanswered]
+    if not asked:
+        return ""
+    named = "; ".join(f"{r} ({name}: see service-{name}.log)" for name, r in asked[:limit])
+    more = f" and {len(asked) - limit} more" if len(asked) > limit else ""
+    return f"no recorded answer for {named}{more}"
