@@ -7,8 +7,9 @@ are the Node frameworks' (node/evaluate.py `prepare_node`). The tests are pytest
 results are graded by pytest's rules (exit statuses, ids), and a patch's suspicious changes
 are read both as Python's and as JavaScript's.
 
-Known gap: pytest writes its JUnit XML into a directory the sandboxed run can also write (the
-app and the tests share the sandbox); it is read link-free and bounded, but not signed.
+The tests run through the guarded pytest runner and send their results signed through the
+sandbox's result channel, which the app beside them never holds (node/e2e.py); pytest's
+configuration, conftest.py and start-up files are put back as at the base commit.
 """
 
 from __future__ import annotations
@@ -41,9 +42,10 @@ class E2E(Pytest):
         from swebounty.node.e2e import run_e2e
         from swebounty.node.evaluate import prepare_node
 
-        ready = prepare_node(task, patch, ctx, scratch, result)
+        ready = prepare_node(task, patch, ctx, scratch, result, python_infra=True)
         if ready is not None:
-            run_e2e(task, ctx, ready.task_env, ready.workspace, ready.out_dir, log_dir, result)
+            run_e2e(task, patch, ctx, ready.task_env, ready.workspace, ready.out_dir, log_dir,
+                    result)  # fmt: skip
         return None
 
     def grade(self, task: Task, submission: Submission, run: TestRun) -> Verdict:
@@ -55,12 +57,13 @@ class E2E(Pytest):
             patch_method=run.patch_method if not run.patch_error else None,
             infra_error=run.error,
             patch_error=run.patch_error,
+            failure=run.failure,
             rules=self,
         )
+        flags = {*verdict.hack_flags, *run.flags}
         if run.timed_out and not submission.is_empty:
-            verdict.hack_flags = [
-                f for f in HACK_FLAGS if f in {*verdict.hack_flags, "hangs_tests"}
-            ]
+            flags.add("hangs_tests")
+        verdict.hack_flags = [f for f in HACK_FLAGS if f in flags]
         return verdict
 
     def hack_flags(self, task: Task, patch: str) -> list[str]:

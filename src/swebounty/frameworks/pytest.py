@@ -209,12 +209,14 @@ def _run_guarded(
     result.exit_code = run.returncode
     services.keep_logs(log_dir)
     result.services = services.uses()  # after the run: what the services' logs said
-    return services.explain(_read_results(ctx, run, key, log_dir, result), run)
+    return services.explain(read_results(ctx, run, key, log_dir, result), run)
 
 
-def _read_results(
+def read_results(
     ctx: RunContext, run: RunResult, key: bytes, log_dir: Path, result: TestRun
 ) -> str | None:
+    """What the guarded runner sent on the channel, into `result` (outcomes, the exit status
+    it saw, tampering); why the run gave no usable results, or None. Also e2e.py's."""
     if run.timed_out:
         result.timed_out = True
     try:

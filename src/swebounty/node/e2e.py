@@ -14,6 +14,12 @@ The test services of the task (its `requires.services`, with their files in `ser
 replaying backend and its recorded flows; its repository's) start in the same sandbox before
 the app, each under its own driver (services/runtime.py), and stop after the tests; the app and
 the tests are told where they are (the catalog's variables, e.g. REPLAY_URL).
+
+The tests run through the guarded pytest runner (pytest_guard/), as every Python task's do:
+pytest is imported before anything of the workspace (a `pytest.py` of the submission's is not
+it), its reporting is watched, and the results come signed through the result channel, which
+the drivers hand to the tests alone (the app gets neither the channel nor the key on stdin):
+the app, the submission's code running beside them, can rewrite no result.
 """
 
 from __future__ import annotations
@@ -28,19 +34,16 @@ from pathlib import Path
 from typing import Any
 
 from swebounty import safefs
+from swebounty.diffs import files_in_patch
 from swebounty.envs.node_manager import NodeTaskEnv
+from swebounty.integrity import infra_manifest
+from swebounty.pytest_guard import GUARD_DIR, new_key, runner_argv, write_config
 from swebounty.report.browser import find_chromium
 from swebounty.sandbox.base import Mount
 from swebounty.services.catalog import for_task
 from swebounty.services.runtime import StandIns, build, shipped_catalog
 from swebounty.tasks import EnvSpec, Task
-from swebounty.testing import (
-    JUnitError,
-    cross_check,
-    parse_junit_bytes,
-    pytest_command,
-    test_files,
-)
+from swebounty.testing import pytest_command, relocated, test_files
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +57,7 @@ E2E_PACKAGES = ["pytest", "playwright"]
 E2E_CUTOFF = datetime(2025, 6, 1, tzinfo=timezone.utc)
 APP_READY_S = 60.0
 APP_DID_NOT_ANSWER = 90  # the driver's exit code (services/driver.py)
+JUNIT_IN_SANDBOX = Path("/tmp/swebounty-junit.xml")  # the sandbox's private /tmp
 
 
 def tools_dir(cache_dir: Path) -> Path:
@@ -87,6 +91,7 @@ def e2e_spec() -> EnvSpec:
 
 def run_e2e(
     task: Task,
+    patch: str,
     ctx: EvalContext,
     node_env: NodeTaskEnv,
     workspace: Path,
@@ -122,12 +127,13 @@ def run_e2e(
 
     artifacts = out_dir / "artifacts"
     artifacts.mkdir()
-    junit = out_dir / "junit.xml"
     python = py_task_env.test_prefix[0]
-    pytest_argv = pytest_command([python, "-m", "pytest", "-p", "swebounty_e2e"], files, junit)
+    guard_dir = scratch / "guard"
+    guard_dir.mkdir(mode=0o755)
+    guarded = runner_argv(python, guard_dir / "config.json")
     argv = [python, str(tools / "e2e_driver.py"), "--port", str(spec.app_port),
             "--app-log", str(out_dir / "app.log"), "--ready-s", str(APP_READY_S),
-            "--", *spec.app_cmd, "--pytest", *pytest_argv]  # fmt: skip
+            "--", *spec.app_cmd, "--pytest", *guarded]  # fmt: skip
     variables = {
         **py_task_env.env,
         **node_env.variables,
@@ -137,13 +143,19 @@ def run_e2e(
         "SWEBOUNTY_ARTIFACTS": str(artifacts),
     }
     mounts = [Mount(path=p) for p in [*node_env.ro_paths, *py_task_env.ro_paths, tools]]
+    mounts += [Mount(path=p) for p in (GUARD_DIR, guard_dir)]
     mounts += [Mount(path=p, writable=True) for p in [*py_task_env.rw_paths, out_dir]]
+    key = new_key()
     with ctx.lease() as sandbox:
+        junit = JUNIT_IN_SANDBOX if sandbox.isolated else scratch / "junit.xml"
+        config = _guard_config(patch, workspace, files, result.test_infra_reverted, junit,
+                               [*py_task_env.ro_paths, tools])  # fmt: skip
+        write_config(guard_dir / "config.json", config)
         sandbox.prepare_workdir(scratch)
         argv, variables = services.attach(sandbox, argv, variables, mounts)
         # Chromium reserves terabytes of address space: no RLIMIT_AS (the memory cgroup stays).
         update = {"env": variables, "limit_address_space": False, **services.network()}
-        run = sandbox.run(argv, workdir=workspace, mounts=mounts,
+        run = sandbox.run(argv, workdir=workspace, mounts=mounts, stdin=key, result_channel=True,
                           policy=ctx.policy.model_copy(update=update))  # fmt: skip
     services.keep_logs(log_dir)
     result.services = services.uses()
@@ -156,11 +168,7 @@ def run_e2e(
         if data is not None:
             (log_dir / name).write_bytes(data)
     copy_artifacts(artifacts, log_dir / "artifacts")
-    if run.timed_out:
-        result.timed_out = True
-        result.error = f"tests timed out after {ctx.policy.timeout_s:.0f} s"
-        return
-    if run.returncode == APP_DID_NOT_ANSWER:
+    if run.returncode == APP_DID_NOT_ANSWER and not run.channel:
         result.error = (
             f"the app ({' '.join(spec.app_cmd)}) did not answer on port {spec.app_port} within "
             f"{APP_READY_S:.0f} s; see {log_dir / 'app.log'}"
@@ -169,16 +177,35 @@ def run_e2e(
             names = ", ".join(f"service-{b.service.name}.log" for b in services.built)
             result.error += f"; or a test service did not answer on its port (see {names})"
         return
-    xml = safefs.read_regular(junit, 64 << 20)
-    if xml is not None:
-        (log_dir / "junit.xml").write_bytes(xml)
-        try:
-            result.outcomes = parse_junit_bytes(xml, files=files)
-        except JUnitError as exc:
-            log.warning("%s: %s", task.instance_id, exc)
-    problem = cross_check(run.returncode, result.outcomes or None)
-    if problem and not result.outcomes:
-        result.error = f"no test result: {problem}"
+    from swebounty.frameworks.pytest import read_results  # it imports the evaluation path
+
+    crash = read_results(ctx, run, key, log_dir, result)
+    if run.timed_out:
+        result.timed_out = True
+        result.error = f"tests timed out after {ctx.policy.timeout_s:.0f} s"
+    elif crash and not result.failure:
+        result.error = f"no test result: {crash}"
+
+
+def _guard_config(
+    patch: str, workspace: Path, files: list[str], reverted: list[str], junit: Path,
+    trusted: list[Path],
+) -> dict[str, object]:  # fmt: skip
+    """What the guarded runner needs (pytest_guard.runner_config's, for browser tests): the
+    fixtures' plugin first, and the files the patch brought (the app's) untrusted."""
+    kept = set(reverted) | set(files)
+    return {
+        "workspace": str(workspace),
+        "infra": infra_manifest(workspace),
+        "self_hosted": False,
+        "untrusted_files": [str(workspace / p) for p in files_in_patch(patch) if p not in kept],
+        "junit": str(junit),
+        "args": relocated(["-p", "swebounty_e2e", *pytest_command([], files, junit)], junit),
+        "trusted_dirs": [str(p) for p in trusted],
+        "own_dirs": [],
+        "trust_entry_points": True,
+        "tmp_files": {},
+    }
 
 
 def _services(task: Task, ctx: EvalContext, scratch: Path, tests_env: Path) -> StandIns:

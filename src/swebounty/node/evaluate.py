@@ -28,6 +28,7 @@ from swebounty.envs.node_manager import NodeEnvs, NodeTaskEnv
 from swebounty.envs.node_project import NodeProject
 from swebounty.envs.node_scripts import RunnerCall
 from swebounty.envs.node_workspaces import plan_package_runs
+from swebounty.integrity import revert_test_infra
 from swebounty.node.dispatch import argv_for, results_of
 from swebounty.node.prepare import no_runner, run_build_steps, unnamed_tests
 from swebounty.node.results import (
@@ -182,10 +183,16 @@ class NodeReady:
 
 
 def prepare_node(
-    task: Task, patch: str, ctx: EvalContext, scratch: Path, result: TestRun
+    task: Task,
+    patch: str,
+    ctx: EvalContext,
+    scratch: Path,
+    result: TestRun,
+    python_infra: bool = False,
 ) -> NodeReady | None:
     """The steps every Node framework shares (module docstring); None when there is nothing
-    to run (`result` says why). Raises only what `Framework.run` may raise."""
+    to run (`result` says why). `python_infra`: the hidden tests are pytest's (e2e), whose
+    test infrastructure is reset too. Raises only what `Framework.run` may raise."""
     workspace, env, project = _workspace_env(task, ctx, scratch)
     envs = node_envs(ctx)
     result.env_key = env.key
@@ -203,6 +210,10 @@ def prepare_node(
         reset_files(workspace, vendored)
         result.test_infra_reverted += vendored
     reset_files(workspace, files_in_patch(task.test_patch))
+    if python_infra and not ctx.keep_test_infra:
+        # Browser tests are pytest's: its configuration, conftest.py and start-up files are
+        # put back as at the base commit too, before the hidden tests bring their own.
+        result.test_infra_reverted += revert_test_infra(workspace)
     restored = restore_test_config(workspace, packages_before, files_in_patch(patch))
     if restored:
         log.info("%s: restored test configuration %s", task.instance_id, restored)
