@@ -49,6 +49,8 @@ PAGES = [
     "results/multiswe-typescript.md",
     "guides/fresh-tasks.md",
     "scores.md",
+    "results/swebench-django.md",
+    "results/official-agreement-django.md",
 ]
 DOCUMENTS = [*(ROOT / "docs" / page for page in PAGES), README]
 
@@ -68,6 +70,12 @@ NOT_RUN = {
     "--model my-model --base-url http://127.0.0.1:8080/v1 --attempts 3 --run-id X": "needs a "
     "model server on port 8080 (tests/test_agents_command.py runs the example agent)",
     "swebounty score X": "scores the run above",
+    "swebounty eval django114.jsonl --gold --repos-dir /work/clones --home /work/homes/django "
+    "--run-id gold": "needs a django clone and hours (114 tasks, an environment each); "
+    "tests/test_frameworks_django.py runs the django framework on a project it builds",
+    "swebounty eval django114.jsonl --empty --repos-dir /work/clones --home /work/homes/django "
+    "--run-id empty": "needs a django clone and hours, as the line above",
+    "swebounty score --home /work/homes/django gold": "scores the run above",
     "swebounty run tasks.jsonl --agent llm --model gpt-4o-mini --base-url "
     "https://api.openai.com/v1 --api-key-env OPENAI_API_KEY --attempts 2 --workers 2 "
     "--time-limit 1200 --run-id mini": "needs api.openai.com and a key",
