@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from agent_helpers import Demo, demo_in, needs_bwrap, run_one
-from fake_openai import FakeOpenAI, text
+from fake_openai import Error, FakeOpenAI, text
 from swebounty.agents import create_agent
 from swebounty.records import write_jsonl
 from swebounty.tasks import Task
@@ -129,6 +129,26 @@ def test_the_budget_stops_an_agent_that_goes_on_calling_the_model(
     assert len(fake.chat_requests) == len([e for e in attempt.trajectory
                                            if e.get("tokens_in") and e["type"] == "model_request"])  # fmt: skip
     assert verdict.status == "unresolved"
+
+
+@pytest.mark.parametrize(
+    ("answer", "status", "stop_reason"),
+    [(Error(503), "infra_error", "model_down"), (Error(400), "agent_error", "crash")],
+)
+def test_an_agent_that_stops_on_a_failing_endpoint_is_not_charged_with_it(
+    demo: Demo, tmp_path: Path, answer: Error, status: str, stop_reason: str
+) -> None:
+    """The example agent crashes on any error answer: after a 5xx that is the endpoint's
+    failure (infra_error, run again on resume), after a 400 its own request's."""
+    options = {"command": f"python3 {EXAMPLE}", "model": "fake-model"}
+    with FakeOpenAI([answer]) as fake:
+        agent = create_agent("command", {**options, "base_url": fake.url})
+        [(attempt, verdict)] = run_one(demo, tmp_path / "runs", demo.task(1), agent)
+    assert (attempt.status, attempt.stop_reason) == (status, stop_reason), attempt.error
+    if status == "infra_error":
+        assert "failed, the last with 503" in attempt.error
+        assert [e["ended_as"] for e in attempt.trajectory if e["type"] == "model_down"] == ["crash"]
+    assert verdict.status == {"infra_error": "error", "agent_error": "agent_error"}[status]
 
 
 @pytest.mark.parametrize(

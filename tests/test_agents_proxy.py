@@ -243,3 +243,36 @@ def test_a_socket_path_too_long_says_what_to_do(tmp_path: Path) -> None:
         check_socket_path(long)
     with pytest.raises(ValueError, match="over the 107"), ModelProxy(long, "http://x/v1"):
         pass
+
+
+def test_records_say_whether_the_endpoint_or_the_proxy_answered(tmp_path: Path) -> None:
+    """What `command.model_down` reads: only the endpoint's own failures make an attempt an
+    infra error; the proxy's refusals and its errors on a bad request are the agent's doing."""
+    from swebounty.agents.command import model_down
+
+    sock = tmp_path / "model.sock"
+    with (
+        FakeOpenAI([Error(503)]) as fake,
+        ModelProxy(sock, fake.url) as proxy,
+        _client(sock) as client,
+    ):
+        assert client.post("http://sandbox/v1/chat/completions", json={}).status_code == 503
+        assert model_down(proxy.requests) is not None  # the endpoint failed
+        assert _raw(sock, "GET", "/v1/files") == 403
+        assert model_down(proxy.requests) is not None  # a refusal is not a model request
+        # A request the proxy itself fails on (502, never forwarded) is the agent's doing.
+        import socket
+
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.connect(str(sock))
+            conn.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                         b"Content-Length: many\r\n\r\n")  # fmt: skip
+            assert conn.recv(65536).split(b" ", 2)[1] == b"502"
+        assert len(fake.chat_requests) == 1
+        assert model_down(proxy.requests) is None
+    dead = tmp_path / "dead.sock"
+    with ModelProxy(dead, "http://127.0.0.1:9/v1") as proxy, _client(dead) as client:
+        assert client.post("http://sandbox/v1/chat/completions", json={}).status_code == 502
+        [record] = proxy.requests
+        assert record["upstream_error"] == "ConnectError"
+        assert "ConnectError" in (model_down(proxy.requests) or "")

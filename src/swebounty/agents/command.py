@@ -16,7 +16,11 @@ The contract, for agent authors (also in the README):
 - an optional trajectory: JSON lines in $SWEBOUNTY_OUTPUT/trajectory.jsonl;
 - a budget (`max_tokens`, `max_cost_usd`) is enforced at the proxy: once spent, the model
   refuses and the agent is stopped; the attempt ends with stop reason `budget` and, as
-  `on_limit` says, the workspace's diff as its answer or a skip.
+  `on_limit` says, the workspace's diff as its answer or a skip;
+- an agent that ends without an answer (a skip, a crash, its time up) while the endpoint was
+  failing (its last model request answered 5xx, 429 or 408, or never reached the server) has
+  met a failure of the model endpoint, not its own: the attempt is an `infra_error` with stop
+  reason `model_down`, as for the `llm` agent, and runs again when the run is resumed.
 Paths the command needs (its code, its own virtualenv) are mounted read-only: every absolute
 path named in the command, and each `mounts` entry.
 """
@@ -36,6 +40,7 @@ from pydantic import BaseModel, Field, field_validator
 from swebounty.agents.base import AgentResult, PublicTask, source_sha256
 from swebounty.agents.command_paths import normalize
 from swebounty.agents.meter import Budget, Meter
+from swebounty.agents.model import RETRY_STATUS
 from swebounty.agents.prices import Price
 from swebounty.agents.proxy import (
     REFUSED_FLAG,
@@ -89,6 +94,33 @@ class CommandConfig(BaseModel):
 def named_paths(command: str) -> list[Path]:
     """Absolute paths named in the command, in normal form: mounted so the agent can run."""
     return normalize(command)[1]
+
+
+def _failed(record: dict[str, Any]) -> bool:
+    """The endpoint failed this request: it answered as a failing server does, or could not be
+    reached. Never the proxy's own refusals and errors, which an agent's request can cause."""
+    if record.get("upstream_error"):
+        return True
+    return bool(record.get("forwarded")) and record.get("status") in RETRY_STATUS
+
+
+def model_down(requests: list[dict[str, Any]]) -> str | None:
+    """Why the model endpoint was failing when the agent stopped (its last requests failed,
+    see _failed); None if its last request was answered."""
+    calls = [r for r in requests if "refused" not in r]
+    failed = 0
+    for record in reversed(calls):
+        if not _failed(record):
+            break
+        failed += 1
+    if not failed:
+        return None
+    last = calls[-1]
+    return (
+        f"the model endpoint was failing: the agent's last {failed} of {len(calls)} model "
+        f"requests failed, the last with {last.get('upstream_error') or last.get('status')} "
+        f"on {last.get('path')}"
+    )
 
 
 class CommandAgent:
@@ -210,6 +242,10 @@ class CommandAgent:
             result.error = f"the agent exited with code {run.returncode}: {tail}"
         else:
             self._submission(session, result, calls)
+        down = model_down(proxy.requests) if proxy is not None else None
+        if down and result.status in ("skipped", "agent_error") and result.stop_reason != "budget":
+            trajectory.append({"type": "model_down", "ended_as": result.stop_reason})
+            result.status, result.stop_reason, result.error = "infra_error", "model_down", down
         trajectory.append({"type": "end", "reason": result.stop_reason, "status": result.status})
         return result
 

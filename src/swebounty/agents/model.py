@@ -19,7 +19,7 @@ import httpx
 
 log = logging.getLogger(__name__)
 
-_RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}  # a server's failure, not the request's
 
 
 class ModelUnavailable(RuntimeError):
@@ -112,7 +112,7 @@ class ChatModel:
                 if resp.status_code == 200:
                     return _completion(resp, time.monotonic() - start, retried)
                 problem = f"{self.url} answered {resp.status_code}: {resp.text[:500]}"
-                if resp.status_code not in _RETRY_STATUS:
+                if resp.status_code not in RETRY_STATUS:
                     raise ModelRequestError(problem)
             retried.append(problem)
             wait = self.backoff_s * 2**attempt

@@ -191,6 +191,8 @@ class ModelProxy:
                 status = self._forward(req, path, record)
         except Exception as exc:  # an agent's bad request must not take the proxy down
             log.debug("model proxy failed on %s", req.path, exc_info=True)
+            if isinstance(exc, httpx.TransportError):  # the endpoint, not the request
+                record["upstream_error"] = type(exc).__name__
             status = _error(req, 502, f"swebounty model proxy: {type(exc).__name__}: {exc}")
         record.update(status=status, seconds=round(time.monotonic() - start, 3))
         with self._lock:
@@ -218,6 +220,7 @@ class ModelProxy:
         # The normal form checked above is what goes upstream, never the agent's spelling.
         url = self.upstream + path[len("/v1") :] + (f"?{query}" if query else "")
         with self._http.stream(req.command, url, content=body, headers=headers) as resp:
+            record["forwarded"] = True  # the status is the endpoint's own
             req.send_response(resp.status_code)
             for key, value in resp.headers.items():
                 if key.lower() not in _HOP_BY_HOP:
