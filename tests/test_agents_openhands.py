@@ -102,6 +102,8 @@ def test_a_fix_resolves_with_its_events_tokens_and_provenance(demo: Demo, tmp_pa
     assert kinds.count("ActionEvent") == 4 and kinds.count("ObservationEvent") >= 3, kinds
     [exit_info] = [e for e in attempt.trajectory if e["type"] == "agent_exit"]
     assert exit_info["exit_status"] == "finished"
+    assert attempt.trajectory[-1] == {"type": "end", "reason": "submit:finished",
+                                      "status": "submitted"}  # fmt: skip
     # What the proxy counted is what OpenHands itself counted.
     usage = exit_info["usage"]
     assert (attempt.tokens_in, attempt.tokens_out) == (

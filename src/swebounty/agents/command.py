@@ -212,6 +212,7 @@ class CommandAgent:
             }
         )
         result = AgentResult(status="agent_error", model=self.config.model, trajectory=trajectory)
+        trajectory = result.trajectory  # validation copied the list: what follows goes in the copy
         if proxy is not None and proxy.refused:
             result.flags.append(REFUSED_FLAG)
         spent = None
