@@ -1,5 +1,5 @@
 """How JavaScript projects really test, each on a small repository made here, evaluated end to
-end (gold resolves, empty does not): Jasmine, node's own runner, a test script that is a
+end (gold resolves, empty does not): Jasmine, Vitest, node's own runner, a test script that is a
 program of the project's own ending in Mocha, a build step the tests need, and a test patch that
 changes a Jest snapshot alone. Their runners come from npm's registry the first time."""
 
@@ -59,6 +59,23 @@ def test_jasmine(cache: Path, tmp_path: Path) -> None:
                    ["spec/add.spec.js:add adds two numbers"], ["other holds"])  # fmt: skip
     _, empty = _both(task, cache, tmp_path)
     assert [t.status for t in empty.tests] == ["failed", "passed"]
+
+
+def test_vitest(cache: Path, tmp_path: Path) -> None:
+    base = {
+        "package.json": '{"name": "v", "version": "1.0.0", "scripts": {"test": "vitest run"},'
+        ' "devDependencies": {"vitest": "^1.6.0"}}\n',
+        "lib/add.js": BROKEN,
+        "test/other.test.js": "import { it, expect } from 'vitest';\n"
+        "it('holds', () => expect(1).toBe(1));\n",
+    }
+    tests = {"test/add.test.js": "import { describe, it, expect } from 'vitest';\n"
+             "import { add } from '../lib/add';\n"
+             "describe('add', () => { it('adds', () => expect(add(2, 3)).toBe(5)); });\n"}  # fmt: skip
+    task = js_task(tmp_path / "repos", "vt", base, {"lib/add.js": FIXED}, tests,
+                   ["add > adds"], ["test/add.test.js"])  # fmt: skip
+    _, empty = _both(task, cache, tmp_path)
+    assert [t.status for t in empty.tests] == ["failed", "failed"]
 
 
 def test_node_s_own_test_runner(cache: Path, tmp_path: Path) -> None:

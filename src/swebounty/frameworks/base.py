@@ -11,9 +11,8 @@ task's tests run under, and then asks that one. A framework says:
   submission's patch, its own test infrastructure (runner, settings, configuration) put back
   as at the base commit (`test_infra_reverted`), the hidden tests applied, the runner started
   in the sandbox, and the per-test results read from a channel the harness owns (the
-  sandbox's signed result channel for the Python frameworks and Mocha, Jasmine and node's own
-  runner; Jest and Vitest still read files the run could write: see node.py) and cross-checked
-  with the runner's exit status. It fills
+  sandbox's signed result channel, for every framework but Jest before 21: see node.py) and
+  cross-checked with the runner's exit status. It fills
   a `TestRun`, including the test modules that could not be collected (`uncollected`: what
   limitations.py reads), and never raises for the task's, the patch's or the infrastructure's
   problems (see testrun.py);

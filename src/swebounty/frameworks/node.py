@@ -5,16 +5,18 @@ Which runner, with which flags and on which files, is read from the project's `t
 at the base commit (envs/node_project.py); the argv adds only what makes results structured
 (node/runner.py, node/runners/). The workspace steps are node/evaluate.py's (`prepare_node`: the
 patch, the runner's configuration and `node_modules` put back as at the base commit, the hidden
-tests applied). Mocha, Jasmine and node's own runner report through the sandbox's result
-channel: the harness's reporter takes it before anything of the workspace runs and sends every
-test's result signed with the run's key, with what of the runner's machinery was replaced
-meanwhile (flagged `tampers_with_test_runner`, never resolved). Results are cross-checked with
-the runner's exit status (node/results.py); SWE-bench's ids (`file`, `file:title`, full titles)
-are matched as Multi-SWE-bench names them.
+tests applied). Every runner reports through the sandbox's result channel: the harness's
+reporter (node/runners/) takes it before anything of the workspace runs and sends every test's
+result signed with the run's key, with what of the runner's machinery was replaced meanwhile
+(Mocha, Jasmine: flagged `tampers_with_test_runner`, never resolved). Results are
+cross-checked with the runner's exit status (node/results.py); SWE-bench's ids (`file`,
+`file:title`, full titles) are matched as Multi-SWE-bench names them.
 
-Known gap: Jest's JSON and Vitest's JUnit XML are still files in a directory the sandboxed run
-can also write; their tests run apart from the reporter (vm contexts, workers), and a rewritten
-file must still agree with the exit status, but it is not the signed channel yet.
+Known gaps: Jest before 21 (no `--reporters`) still writes its `--json` report to a file the
+run could rewrite (its tests run apart from the reporter, and the file must agree with the exit
+status). Code under test shares the runner's process (Mocha, Jasmine, Jest in band): the key
+is in no JavaScript value, but code that reads the process's own memory could find it, and a
+Jest `expect` replaced inside a test file's own context is not watched.
 """
 
 from __future__ import annotations

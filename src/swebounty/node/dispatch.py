@@ -1,13 +1,14 @@
 """One runner call's command and results, by runner: a runner of `runners/` (Mocha, Jasmine,
-node's own, Jest 21+), whose reporting sends its results signed through the result channel, or
-older Jest and Vitest, which still write files in the run's output directory (`runner.py`)."""
+node's own, Vitest, Jest 21+), whose reporting sends its results signed through the result
+channel, or Jest before 21, which still writes a file in the run's output directory
+(`runner.py`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from swebounty.envs.node_scripts import RunnerCall
-from swebounty.node.results import JsResults, parse_jest, parse_junit_js
+from swebounty.node.results import JsResults, parse_jest
 from swebounty.node.runner import RESULT_FILES, command
 from swebounty.node.runners import RUNNERS
 from swebounty.node.runners.cases import tampered
@@ -45,7 +46,4 @@ def results_of(
         if doc is None:
             return None, []
         return RUNNERS[call.runner].results(doc, base), tampered(doc)
-    path = run_dir / RESULT_FILES[call.runner]
-    if call.runner == "jest":
-        return parse_jest(path, base), []
-    return parse_junit_js(path, base, call.runner), []
+    return parse_jest(run_dir / RESULT_FILES[call.runner], base), []

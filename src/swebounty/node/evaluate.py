@@ -4,7 +4,7 @@ The same steps as the Python frameworks' (frameworks/python.py): the submission'
 then every file of the hidden test patch reset and the test patch applied; the test runner's
 configuration (jest/vitest/mocha config files, the `jest`/`mocha` keys of package.json) put
 back as at the base commit; tests run in the sandbox with no network, their results sent
-signed through the result channel (runners/) or, for Jest and Vitest, written to a directory
+signed through the result channel (runners/) or, for Jest before 21, written to a directory
 outside the workspace (writable by the run: see frameworks/node.py).
 `prepare_node` is what the Node frameworks share; `run_node_tests` runs the project's runner
 (frameworks/node.py), `e2e.py` the app and the browser tests (frameworks/e2e.py).

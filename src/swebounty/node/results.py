@@ -1,11 +1,13 @@
 """What became of each JavaScript test: structured results in, outcomes per expected id out.
 
-Jest writes its `--json` report and Vitest its `junit` reporter's XML, each to a file in a
-directory the harness owns; nothing is read from the log. Files are opened without following
-links, as regular files, with a size bound (the code under test runs as the same sandbox user
-and could have planted anything there). (Mocha, Jasmine and node's own runner send theirs
-signed through the result channel: runners/. `parse_junit_js` still reads Mocha's xunit XML.)
-Every result is also written as one JUnit XML for the logs and the report.
+The harness's reporters send every runner's results signed through the result channel
+(runners/): Jest's and Vitest's in the shape of Jest's `--json` report (`jest_results`), the
+others as cases (runners/cases.py); nothing is read from the log. Jest before 21 writes its
+`--json` report to a file in a directory the harness owns, opened without following links, as
+a regular file, with a size bound (the code under test runs as the same sandbox user and could
+have planted anything there). `parse_junit_js` reads Mocha's xunit and Vitest's junit XML
+(datasets' logs; no run writes them now). Every result is also written as one JUnit XML for
+the logs and the report.
 
 Expected ids are matched the way SWE-bench-style JavaScript datasets name tests:
 `path/to/file.test.js` (the whole file), `path:title` or `path:full title` (Multi-SWE-bench's

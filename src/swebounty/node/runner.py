@@ -1,9 +1,10 @@
 """The argv that runs a JavaScript test suite with structured results, in the sandbox.
 
 The runner and the flags are the project's own (its `test` script, see `project.py`); the
-harness adds only what makes results structured and the run complete: Jest `--ci --json
---outputFile`, Vitest's `junit` reporter; no bail, no watch, no coverage. (Mocha, Jasmine and
-node's own runner report through the signed result channel instead: `runners/`.) The runner's JavaScript entry point is run with the task's node
+harness adds only what makes results structured and the run complete: no bail, no watch, no
+coverage. This module finds each runner's entry point; the runners report through the signed
+result channel (`runners/`), but for Jest before 21, which has no `--reporters`: `command`
+runs it with `--ci --json --outputFile`. The runner's JavaScript entry point is run with the task's node
 directly (no npm, no shell): nothing of the project's scripts runs besides its tests.
 """
 
@@ -15,7 +16,7 @@ from typing import Any
 
 from swebounty.envs.node_scripts import RunnerCall
 
-RESULT_FILES = {"jest": "jest.json", "vitest": "vitest.xml"}
+RESULT_FILES = {"jest": "jest.json"}
 _PACKAGES = {"jest": ("jest", "jest-cli"), "mocha": ("mocha",), "vitest": ("vitest",)}
 _BINS = {"jest": ("jest",), "mocha": ("_mocha", "mocha"), "vitest": ("vitest",)}
 
@@ -83,12 +84,7 @@ def command(
         raise RunnerError(f"{call.runner} reports through the result channel (node/runners/)")
     out = out_dir / RESULT_FILES[call.runner]
     argv = [str(node), *call.node_flags, str(entry)]
-    if call.runner == "jest":
-        argv += [*call.flags, "--ci", "--json", f"--outputFile={out}", "--forceExit"]
-        argv += ["--coverage=false", "--watchman=false", "--maxWorkers=2"]
-        targets = files if files else call.paths  # the script's own patterns otherwise
-        argv += ["--", *targets] if targets else []
-    else:
-        argv += ["run", *call.flags, "--reporter=junit", f"--outputFile={out}"]
-        argv += ["--coverage.enabled=false", *(files or call.paths)]
-    return argv
+    argv += [*call.flags, "--ci", "--json", f"--outputFile={out}", "--forceExit"]
+    argv += ["--coverage=false", "--watchman=false", "--maxWorkers=2"]
+    targets = files if files else call.paths  # the script's own patterns otherwise
+    return argv + (["--", *targets] if targets else [])

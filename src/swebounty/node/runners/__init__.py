@@ -1,5 +1,5 @@
 """Test runners whose results come through the harness's signed result channel: Mocha, Jasmine,
-node's own and Jest 21+ (older Jest and Vitest still write files: `node/runner.py`).
+node's own, Vitest and Jest 21+ (older Jest still writes a file: `node/runner.py`).
 
 A `JsRunner` knows the argv that runs some test files (or the project's whole suite) with
 reporting of the harness's own, which sends every test's result, signed with the run's key,
@@ -8,7 +8,8 @@ workspace runs, so the code under test can neither write nor sign a message of i
 what it replaced of the runner's machinery is reported). The reporters are files of this
 package (`tools_dir` copies them to a place the sandbox user can read, mounted read-only):
 `mocha_launcher.js` and `jasmine_launcher.js` start the project's own runner,
-`node_test_reporter.mjs` is a `--test-reporter` module, `jest_reporter.js` one of `--reporters`. A new runner is a new module here and
+`node_test_reporter.mjs` is a `--test-reporter` module, `jest_reporter.js` one of Jest's
+`--reporters`, `vitest_reporter.mjs` one of Vitest's. A new runner is a new module here and
 one entry in `RUNNERS`.
 """
 
@@ -26,9 +27,10 @@ from swebounty.node.runners.jasmine import Jasmine
 from swebounty.node.runners.jest import Jest
 from swebounty.node.runners.mocha import Mocha
 from swebounty.node.runners.nodetest import NodeTest
+from swebounty.node.runners.vitest import Vitest
 
 _TOOLS = ("channel.js", "mocha_launcher.js", "jasmine_launcher.js", "node_test_reporter.mjs",
-          "jest_reporter.js")  # fmt: skip
+          "jest_reporter.js", "vitest_reporter.mjs")  # fmt: skip
 
 
 class JsRunner(Protocol):
@@ -58,7 +60,9 @@ class JsRunner(Protocol):
         ...
 
 
-RUNNERS: dict[str, JsRunner] = {r.name: r for r in (Mocha(), Jasmine(), NodeTest(), Jest())}
+RUNNERS: dict[str, JsRunner] = {
+    r.name: r for r in (Mocha(), Jasmine(), NodeTest(), Jest(), Vitest())
+}
 
 
 def tools_dir(cache_dir: Path) -> Path:
