@@ -57,3 +57,19 @@ def test_an_agent_that_does_not_install_says_what_to_do_instead() -> None:
     assert not set(NOT_INSTALLABLE) & set(AGENTS)
     with pytest.raises(ValueError, match=r"SWE-agent is not on PyPI.*--agent command"):
         create_agent("swe-agent", {"model": "m", "base_url": "http://127.0.0.1:1/v1"})
+
+
+def test_openhands_settings_cannot_point_its_llm_elsewhere(tmp_path: Path) -> None:
+    from swebounty.agents.installed import InstalledConfig
+    from swebounty.agents.openhands import OpenHandsAgent
+
+    def agent(llm: object) -> OpenHandsAgent:
+        config = InstalledConfig(agents_dir=tmp_path, model="m", base_url="http://127.0.0.1:1/v1",
+                                 settings={"llm": llm})  # fmt: skip
+        return OpenHandsAgent(config, tmp_path / "env", "1.11.0", Path("/usr"))
+
+    with pytest.raises(ValueError, match="base_url of its LLM are the harness's"):
+        agent({"base_url": "http://elsewhere/v1", "temperature": 0})
+    with pytest.raises(ValueError, match="a dict"):
+        agent("gpt-4o")
+    assert '"temperature": 0' in agent({"temperature": 0}).env_vars["SWEBOUNTY_AGENT_SETTINGS"]

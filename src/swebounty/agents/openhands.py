@@ -15,7 +15,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from swebounty.agents.installed import InstalledAgent
+from swebounty.agents.installed import InstalledAgent, InstalledConfig
+
+# Set by the runner from the run: the model and its endpoint (the proxy) and the key it holds.
+_HARNESS_LLM_FIELDS = {"model", "base_url", "api_key", "usage_id"}
 
 
 class OpenHandsAgent(InstalledAgent):
@@ -25,6 +28,18 @@ class OpenHandsAgent(InstalledAgent):
     runner: ClassVar[str] = "run_openhands.py"
     trajectory_file: ClassVar[str] = "openhands.events.json"
     requires_python: ClassVar[str | None] = ">=3.12,<3.14"
+
+    def settings_for(self, config: InstalledConfig) -> dict[str, Any]:
+        settings = dict(config.settings)
+        llm = settings.get("llm") or {}
+        if not isinstance(llm, dict):
+            raise ValueError('openhands: settings "llm" is a dict of its LLM\'s fields')
+        if fixed := sorted(set(llm) & _HARNESS_LLM_FIELDS):
+            raise ValueError(
+                f"openhands: {', '.join(fixed)} of its LLM are the harness's (the model proxy, "
+                "--model): leave them out of settings.llm"
+            )
+        return settings
 
     def trajectory(self, raw: bytes) -> list[dict[str, Any]]:
         """Its events, one each (actions, observations, messages, errors), in order."""
