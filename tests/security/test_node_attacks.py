@@ -96,6 +96,22 @@ if (channel) {
 }
 """
 
+# A Mocha run of its own, of tests that pass under the hidden tests' names, started while the
+# test files load (before the command line's run), and an exit status of 0 whatever happens.
+MOCHA_FAKE_RUN = r"""
+const Mocha = require('mocha');
+const real = process.reallyExit.bind(process);
+process.exit = () => real(0);
+const fake = new Mocha();
+for (const [s, t] of [['add', 'adds'], ['other', 'holds']]) {
+  const suite = Mocha.Suite.create(fake.suite, s);
+  const test = new Mocha.Test(t, () => {});
+  test.file = process.cwd() + '/test/' + (s === 'add' ? 'add' : 'other') + '.test.js';
+  suite.addTest(test);
+}
+fake.run(() => {});
+"""
+
 # The same against Jest run in one process (one test file): its tests get a stand-in `process`
 # and `require`; the real ones are the main context's. Another reporter built from the
 # harness's reporter file reports a pass.
@@ -150,6 +166,7 @@ ATTACKS: dict[str, tuple[str, str, frozenset[str]]] = {
     "mocha-swallow": ("mocha", MOCHA_SWALLOW, TAMPERS),
     "mocha-swallow-assert": ("mocha", SWALLOW_ASSERT, TAMPERS),
     "mocha-sign-own": ("mocha", SIGN_OWN, TAMPERS),
+    "mocha-fake-run": ("mocha", MOCHA_FAKE_RUN, frozenset()),
     "jest-kill-quietly": ("jest", KILL_QUIETLY, frozenset({"exits_process"})),
     "jest-forge-on-exit": ("jest", FORGE_ON_EXIT, frozenset()),
     "jest-plant-readonly": ("jest", PLANT_READONLY, frozenset()),

@@ -1,9 +1,11 @@
 // swebounty's launcher for Mocha: the project's own mocha, its own command line and
 // configuration, and the harness's reporting beside its spec reporter. Before anything of the
 // workspace runs, it takes the result channel (channel.js), records Mocha's reporting machinery
-// by identity, and hooks the runner's `run` so that it hears every test's end; when the run
-// ends it sends every test's result, and what of the machinery was replaced meanwhile, signed,
-// through the channel. Arguments: mocha's package directory, its CLI entry, then mocha's own.
+// by identity, and hooks the runner's `run` so that it hears every test's end of the run the
+// command line starts (its Mocha is the first one built; a run of another is reported). As the
+// process exits after that run ended, it sends every test's result, and what of the machinery
+// was replaced meanwhile, signed, through the channel. Arguments: mocha's package directory,
+// its CLI entry, then mocha's own.
 // Plain CommonJS without newer syntax: it runs on the Node line of each task's era.
 'use strict';
 var path = require('path');
@@ -16,6 +18,12 @@ var entry = args[1];
 var Mocha = require(mochaDir);
 var Runner = require(path.join(mochaDir, 'lib', 'runner'));
 var runners = { Runner: Runner };
+var machinery = {};
+['suite', 'test', 'runnable', 'hook'].forEach(function (name) {
+  try {
+    machinery[name] = require(path.join(mochaDir, 'lib', name));
+  } catch (err) { /* not in this version */ }
+});
 try {
   runners.ParallelBufferedRunner = require(path.join(mochaDir, 'lib', 'nodejs', 'parallel-buffered-runner'));
 } catch (err) { /* mocha before 8 runs in one process only */ }
@@ -23,6 +31,9 @@ try {
 var cases = [];
 var problems = [];
 var attached = null;
+var ended = false;
+var cli = null; // the Mocha the command line built: the first one (its constructor sets its ui)
+var starting = false; // inside cli.run(): the runner it starts is the one to hear
 var changed = {};
 var watch = null;
 
@@ -63,22 +74,44 @@ function attach(runner) {
   runner.on('test end', check);
   runner.on('end', function () {
     check();
-    var tampered = Object.keys(changed).map(function (n) { return 'mocha\'s ' + n + ' was replaced'; });
-    if (send) send({ cases: cases, errors: [], tampered: tampered.concat(problems) });
-    send = null;
+    ended = true;
   });
 }
+
+// Sent as the process exits, so that whatever happened after the run (another run) is said.
+process.on('exit', function () {
+  if (!ended || !send) return; // no results: the harness finds none
+  check();
+  var tampered = Object.keys(changed).map(function (n) { return 'mocha\'s ' + n + ' was replaced'; });
+  send({ cases: cases, errors: [], tampered: tampered.concat(problems) });
+  send = null;
+});
+
+var ui = Mocha.prototype.ui;
+Mocha.prototype.ui = function () {
+  if (!cli) cli = this;
+  return ui.apply(this, arguments);
+};
+var mochaRun = Mocha.prototype.run;
+Mocha.prototype.run = function () {
+  starting = this === cli || !cli;
+  try {
+    return mochaRun.apply(this, arguments);
+  } finally {
+    starting = false;
+  }
+};
 
 Object.keys(runners).forEach(function (name) {
   var R = runners[name];
   if (!R || !R.prototype || !Object.prototype.hasOwnProperty.call(R.prototype, 'run')) return;
   var run = R.prototype.run;
   R.prototype.run = function () {
-    if (!attached) {
+    if (!attached && starting) {
       attached = this;
       attach(this);
     } else if (attached !== this) {
-      problems.push('mocha was run a second time');
+      problems.push('a mocha run the command line did not start');
     }
     return run.apply(this, arguments);
   };
@@ -88,6 +121,9 @@ var watched = channel.common();
 watched['Mocha.prototype'] = Mocha.prototype;
 Object.keys(runners).forEach(function (name) {
   if (runners[name] && runners[name].prototype) watched[name + '.prototype'] = runners[name].prototype;
+});
+Object.keys(machinery).forEach(function (name) {
+  if (machinery[name] && machinery[name].prototype) watched[name + '.prototype'] = machinery[name].prototype;
 });
 watch = channel.watch(watched);
 
