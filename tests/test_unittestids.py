@@ -41,6 +41,20 @@ def test_a_docstring_id_stands_for_every_test_with_that_first_line() -> None:
     assert got["Nobody says this."].status == "missing"
 
 
+def test_a_docstring_id_leaves_out_the_tests_that_skipped_but_not_those_that_failed() -> None:
+    records: dict[str, dict[str, str | None]] = {
+        f"cache.tests.{c}.test_zero": {"status": s, "kind": "test", "doc": "Zero timeout."}
+        for c, s in (("LocMem", "passed"), ("File", "passed"), ("PyLibMC", "skipped"))
+    }
+    got = match_unittest(["Zero timeout."], records)["Zero timeout."]
+    assert got.status == "passed" and "2 passed; 1 skipped" in got.message
+    records["cache.tests.File.test_zero"]["status"] = "failed"
+    assert match_unittest(["Zero timeout."], records)["Zero timeout."].status == "failed"
+    for record in records.values():  # none ran: not a pass
+        record["status"] = "skipped"
+    assert match_unittest(["Zero timeout."], records)["Zero timeout."].status == "skipped"
+
+
 def test_tests_that_never_ran_say_why() -> None:
     got = match_unittest(
         ["test_x (forms.tests.Broken)", "test_y (gone.tests.C)", "test_z (forms.other.T)"],
