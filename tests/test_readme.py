@@ -51,6 +51,7 @@ PAGES = [
     "scores.md",
     "results/swebench-django.md",
     "results/official-agreement-django.md",
+    "results/swelancer.md",
 ]
 DOCUMENTS = [*(ROOT / "docs" / page for page in PAGES), README]
 
@@ -76,6 +77,19 @@ NOT_RUN = {
     "swebounty eval django114.jsonl --empty --repos-dir /work/clones --home /work/homes/django "
     "--run-id empty": "needs a django clone and hours, as the line above",
     "swebounty score --home /work/homes/django gold": "scores the run above",
+    "git -C SWELancer-Benchmark show fff675d:swelancer_tasks_lite.csv > swelancer_tasks_lite.csv": (
+        "needs a clone of openai/SWELancer-Benchmark; the scratch folder has a small CSV of "
+        "that format, which the page's run and eval commands use"
+    ),
+    "swebounty eval swelancer_tasks_lite.csv --predictions first.jsonl --run-id lite-first": (
+        "reads first.jsonl, which bench/swelancer_grader.py writes (benchmarks run by hand)"
+    ),
+    "swebounty score swelancer-gold lite-first": "scores the run above",
+    "swebounty run swelancer_tasks_lite.csv --agent llm --model scripted-first --base-url "
+    "http://127.0.0.1:PORT/v1 --run-id lite-llm-first": "needs a scripted model server on PORT "
+    "(tests/test_swelancer_agents.py drives the llm agent through pick tasks)",
+    "git -C SWELancer-Benchmark archive 3d719bb issues | tar -x": "needs a clone of "
+    "openai/SWELancer-Benchmark (tests/test_swelancer_ic.py builds IC task folders)",
     "swebounty run tasks.jsonl --agent llm --model gpt-4o-mini --base-url "
     "https://api.openai.com/v1 --api-key-env OPENAI_API_KEY --attempts 2 --workers 2 "
     "--time-limit 1200 --run-id mini": "needs api.openai.com and a key",
