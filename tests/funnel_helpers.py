@@ -36,7 +36,8 @@ def funnel_files(root: Path) -> tuple[Path, Path]:
         tasks,
         [
             {"instance_id": "a0", "repo": "a/one",
-             "validation": {"cpu_seconds": 30.0, "wall_seconds": 40.0, "env_key": "e1"}},
+             "validation": {"cpu_seconds": 30.0, "wall_seconds": 40.0, "env_key": "e1",
+                            "cpu_complete": True}},
             {"instance_id": "a1", "repo": "a/one",
              "validation": {"cpu_seconds": 10.0, "wall_seconds": 20.0, "env_key": "e1"}},
         ],

@@ -126,7 +126,13 @@ def _blank() -> dict[str, Any]:
 
 
 def _costs_blank() -> dict[str, Any]:
-    return {"validated": 0, "wall_seconds": 0.0, "cpu_seconds": 0.0, "env_keys": set()}
+    return {
+        "validated": 0,
+        "wall_seconds": 0.0,
+        "cpu_seconds": 0.0,
+        "cpu_incomplete": 0,
+        "env_keys": set(),
+    }
 
 
 def _drop(row: dict[str, Any], cls: str, stage: str, record: dict[str, Any]) -> None:
@@ -145,6 +151,8 @@ def _cost(row: dict[str, Any], facts: dict[str, Any]) -> None:
     costs["validated"] += 1
     costs["wall_seconds"] += float(facts.get("wall_seconds") or facts.get("seconds") or 0.0)
     costs["cpu_seconds"] += float(facts.get("cpu_seconds") or 0.0)
+    # costs.Meter says whether every sandboxed run's time is in; older records did not count it.
+    costs["cpu_incomplete"] += facts.get("cpu_complete") is not True
     if facts.get("env_key"):
         costs["env_keys"].add(facts["env_key"])
 
@@ -214,7 +222,7 @@ def compute(candidates: Path, tasks: Path | None = None) -> dict[str, Any]:
                 cls, {"count": 0, "stage": entry["stage"], "example": entry["example"]}
             )
             total["count"] += entry["count"]
-        for key in ("validated", "wall_seconds", "cpu_seconds"):
+        for key in ("validated", "wall_seconds", "cpu_seconds", "cpu_incomplete"):
             overall["costs"][key] += repo_row["costs"][key]
         overall["costs"]["env_keys"] |= repo_row["costs"]["env_keys"]
     for r in [*rows.values(), overall]:

@@ -240,10 +240,25 @@ class RunCgroups:
             time.sleep(0.005)
         return not self.pids()
 
-    def remove(self) -> None:
+    def cpu_seconds(self) -> float | None:
+        """CPU seconds every process of the run used, however it ended and whoever reaped it
+        (v2 cpu.stat, else a v1 cpuacct group); None when no group measures it."""
+        for d in self.dirs:
+            with contextlib.suppress(OSError, ValueError):
+                for line in (d / "cpu.stat").read_text().splitlines():
+                    key, _, value = line.partition(" ")
+                    if key == "usage_usec":
+                        return int(value) / 1e6
+            with contextlib.suppress(OSError, ValueError):
+                return int((d / "cpuacct.usage").read_text()) / 1e9
+        return None
+
+    def remove(self) -> float | None:
+        """Kill what is left, then remove the groups; returns `cpu_seconds` as they end."""
         if self.dirs and not self.kill_all():
             log.warning("processes left in %s after the run; cgroups not removed", self.dirs)
-            return
+            return self.cpu_seconds()
+        cpu = self.cpu_seconds()
         for d in self.dirs:
             # rmdir can fail briefly with EBUSY while the last task is being released.
             for _ in range(100):
@@ -258,3 +273,4 @@ class RunCgroups:
                 log.warning("cannot remove cgroup %s", d)
         self.dirs = []
         self.required = []
+        return cpu

@@ -89,6 +89,9 @@ class RunResult(BaseModel):
     timed_out: bool = False
     truncated: bool = False
     seconds: float = 0.0
+    cpu_seconds: float | None = Field(
+        None, description="CPU time of every process of the run (its cgroup's); None unmeasured"
+    )
     channel: bytes | None = Field(
         None, description="what the command wrote to $SWEBOUNTY_RESULT_FD (result_channel)"
     )
