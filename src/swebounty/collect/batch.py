@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from swebounty.collect.costs import RunMeter, env_usage, ready_envs
 from swebounty.collect.funnel import failure_class
 from swebounty.collect.gates import Gates, too_many_f2p
+from swebounty.collect.prefetch import Prefetch, Warm, warm_environment
 from swebounty.collect.sink import Sink
 from swebounty.collect.validate import Rejected, Runner, validate_or_reject
 from swebounty.tasks import Task
@@ -88,11 +89,17 @@ def validate(
     fresh: bool = False,
     executor: ValidateExecutor | None = None,
     gates: Gates | None = None,
+    prefetch: int = 0,
+    warm: Warm | None = None,
 ) -> ValidateSummary:
     """Validate every candidate not already decided in `output`/`rejects` (resumable), in
     parallel across `workers` (or on `executor`'s cluster), one repository after another in
     turn. `on_done(instance_id, outcome)` reports each one. Each reject record says its failure
-    class (funnel.py) and what it cost; a valid task's `validation` says the same."""
+    class (funnel.py) and what it cost; a valid task's `validation` says the same.
+
+    `prefetch` threads build the environments of the candidates next in line meanwhile
+    (prefetch.py; `warm` is what they do with one, by default build its environment); local
+    workers only."""
     gates = gates or Gates()
     rejects = rejects or output.with_name(output.stem + ".rejects.jsonl")
     log_root = log_root or ctx.runs_dir / "validate"
@@ -143,15 +150,30 @@ def validate(
         if executor is not None:
             executor.validate(todo, ctx, runs, log_root, record)
         else:
-            with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-                futures = {
-                    pool.submit(
-                        validate_or_reject, t, ctx, log_root / t.instance_id, runs, runner
-                    ): t
-                    for t in todo
-                }
-                for future in as_completed(futures):
-                    record(futures[future], future.result())
+            ahead: Prefetch | None = None
+            if prefetch > 0 and todo:
+                cancelled = getattr(ctx, "cancelled", None)
+                ahead = Prefetch(
+                    todo, warm or warm_environment(ctx), threads=prefetch,
+                    ahead=2 * max(1, workers), cancelled=cancelled,
+                )  # fmt: skip
+
+            def one(t: Task) -> Task | Rejected:
+                if ahead is not None:
+                    ahead.started(t)
+                return validate_or_reject(t, ctx, log_root / t.instance_id, runs, runner)
+
+            try:
+                with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+                    futures = {pool.submit(one, t): t for t in todo}
+                    for future in as_completed(futures):
+                        record(futures[future], future.result())
+            except BaseException:
+                if ahead is not None:  # interrupted: builds under way end with the process
+                    ahead.close(wait=False)
+                raise
+            if ahead is not None:
+                ahead.close()  # every candidate has begun: nothing is left to build
         sink.finish()
     finally:
         summary.seconds = time.monotonic() - start

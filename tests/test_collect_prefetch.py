@@ -1,0 +1,122 @@
+"""Environments prefetched while the workers run tests (collect/prefetch.py): in order, never
+too far ahead, never for a candidate a worker has begun, a failure left to the candidate's own
+runs, and the same validation results as without. `test_collect_e2e.py` runs it with real
+environments (the CLI prefetches by default)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+from swebounty.collect.batch import validate
+from swebounty.collect.prefetch import Prefetch
+from swebounty.tasks import Task, load_tasks
+from test_collect_validate import Ctx, Script, _task, run
+
+
+def _wait_for(cond: threading.Condition, check: object, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    with cond:
+        while not check():  # type: ignore[operator]
+            left = deadline - time.monotonic()
+            assert left > 0, "timed out"
+            cond.wait(left)
+
+
+def test_prefetch_stays_within_its_window_and_skips_begun_candidates() -> None:
+    todo = [_task(f"c{i}") for i in range(10)]
+    seen: list[str] = []
+    cond = threading.Condition()
+
+    def warm(task: Task) -> None:
+        with cond:
+            seen.append(task.instance_id)
+            cond.notify_all()
+
+    ahead = Prefetch(todo, warm, threads=1, ahead=3)
+    try:
+        _wait_for(cond, lambda: len(seen) == 3)
+        time.sleep(0.2)  # it must wait here: three candidates ahead of none begun
+        assert seen == ["c0", "c1", "c2"]
+        for t in todo[:6]:  # the workers overtake it: c3..c5 are theirs to build
+            ahead.started(t)
+        _wait_for(cond, lambda: len(seen) == 6)
+        time.sleep(0.2)
+        assert seen == ["c0", "c1", "c2", "c6", "c7", "c8"]
+    finally:
+        ahead.close()
+    assert not any(t.is_alive() for t in ahead.threads)
+
+
+def test_a_failing_build_does_not_stop_the_next_ones() -> None:
+    todo = [_task(f"c{i}") for i in range(3)]
+    done: list[str] = []
+
+    def warm(task: Task) -> None:
+        if task.instance_id == "c0":
+            raise RuntimeError("the index is down")
+        done.append(task.instance_id)
+
+    ahead = Prefetch(todo, warm, threads=2, ahead=5)
+    ahead.close()  # waits for the builds under way, takes no new one
+    # close() may come before the threads take all three; what they took ran, in order.
+    assert done == [i for i in ahead.warmed if i != "c0"]
+    again = Prefetch(todo, warm, threads=2, ahead=5)
+    deadline = time.monotonic() + 10
+    while len(again.warmed) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    again.close()
+    assert sorted(again.warmed) == ["c0", "c1", "c2"]
+
+
+def test_cancelled_run_prefetches_nothing() -> None:
+    cancelled = threading.Event()
+    cancelled.set()
+    ahead = Prefetch([_task("c0")], lambda t: None, cancelled=cancelled)
+    ahead.close()
+    assert ahead.warmed == []
+
+
+def test_validate_prefetches_ahead_of_the_runs_with_the_same_results(tmp_path: Path) -> None:
+    ids = [f"c{i}" for i in range(6)]
+
+    def table() -> dict[tuple[str, str], list[object]]:
+        t: dict[tuple[str, str], list[object]] = {}
+        for i in ids:
+            t[(i, "before")] = [run(a="failed", b="passed")]
+            t[(i, "after")] = [run(a="passed", b="passed")]
+        t[("c3", "before")] = [run(a="passed")]  # no FAIL_TO_PASS
+        t[("c3", "after")] = [run(a="passed")]
+        return t
+
+    warmed_at: dict[str, float] = {}
+    first_run: dict[str, float] = {}
+    lock = threading.Lock()
+
+    def warm(task: Task) -> None:
+        with lock:
+            warmed_at[task.instance_id] = time.monotonic()
+
+    class Slow(Script):
+        def __call__(self, task: Task, patch: str, ctx: object, log_dir: Path) -> object:
+            with lock:
+                first_run.setdefault(task.instance_id, time.monotonic())
+            time.sleep(0.1)  # a test run, while the next environment is built
+            return super().__call__(task, patch, ctx, log_dir)
+
+    out_a, out_b = tmp_path / "a" / "tasks.jsonl", tmp_path / "b" / "tasks.jsonl"
+    for out in (out_a, out_b):
+        out.parent.mkdir()
+    plain = validate([_task(i) for i in ids], out_a, Ctx(tmp_path / "a"),  # type: ignore[arg-type]
+                     runner=Script(table()), workers=1)  # type: ignore[arg-type]  # fmt: skip
+    fetched = validate([_task(i) for i in ids], out_b, Ctx(tmp_path / "b"),  # type: ignore[arg-type]
+                       runner=Slow(table()), workers=1, prefetch=1, warm=warm)  # type: ignore[arg-type]  # fmt: skip
+    assert (plain.valid, plain.rejected) == (fetched.valid, fetched.rejected) == (5, {"no_f2p": 1})
+    a = {t.instance_id: (t.FAIL_TO_PASS, t.PASS_TO_PASS) for t in load_tasks(out_a)[0]}
+    b = {t.instance_id: (t.FAIL_TO_PASS, t.PASS_TO_PASS) for t in load_tasks(out_b)[0]}
+    assert a == b
+    # The first candidate starts at once; the later ones found their environment built.
+    later = [i for i in ids[1:] if i in warmed_at]
+    assert len(later) >= 3
+    assert all(warmed_at[i] <= first_run[i] for i in later)
