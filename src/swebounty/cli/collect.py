@@ -270,11 +270,7 @@ def validate_cmd(
     workers: Annotated[int, typer.Option(help="candidates validated in parallel")] = 1,
     runs: Annotated[int, typer.Option(help="runs before and after the patch")] = 3,
     prefetch_envs: Annotated[
-        int,
-        typer.Option(
-            help="threads building the next candidates' environments while tests run "
-            "(building is mostly waiting on the index and the disk); 0: none; local only"
-        ),
+        int, typer.Option(min=0, help="threads building next candidates' envs meanwhile")
     ] = 1,
     executor: ExecutorOpt = "local",
     address: AddressOpt = None,
@@ -322,8 +318,6 @@ def validate_cmd(
         raise fail(f"{candidates} does not exist: run `swebounty collect` first")
     if workers < 1:
         raise fail(f"--workers must be 1 or more, not {workers}")
-    if prefetch_envs < 0:
-        raise fail(f"--prefetch-envs must be 0 or more, not {prefetch_envs}")
     if repos_dir is not None and not repos_dir.is_dir():
         raise fail(f"repos dir {repos_dir} does not exist: give the folder holding your clones")
     runs_at, cache = where(home, runs_dir, cache_dir)
