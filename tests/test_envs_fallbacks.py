@@ -36,6 +36,11 @@ if args[:2] == ["pip", "compile"]:
         sys.stderr.write("  x Failed to build `needslib==0.1`\\n  |-> The build backend returned "
                          "an error\\n  fatal error: lib/needed.h: No such file or directory\\n")
         sys.exit(1)
+    if "numpy-built" in text and "numpy" in args:  # its build needs numpy with no wheel here
+        sys.stderr.write("  x Failed to download and build `numpy-built==0.1`\\n  cause: "
+                         "Because numpy==1.17.3 has no usable wheels ...\\nhint: Wheels are "
+                         "required for `numpy` because building from source is disabled\\n")
+        sys.exit(1)
     if "brokenpkg" in text:
         sys.stderr.write("  x Failed to build `brokenpkg==0.1`\\n  |-> The build backend "
                          "returned an error\\n")
@@ -96,10 +101,32 @@ def test_a_package_that_builds_nowhere_moves_to_the_next_plan(tmp_path: Path) ->
     assert f"trying Python {'.'.join(older.split('.')[:2])}" in why  # interpreters first
     assert "plan 1 fails on every interpreter" in why and "trying plan 2" in why
     calls = [json.loads(c) for c in (tmp_path / "calls.jsonl").read_text().splitlines()]
-    compiled = [c for c in calls if c[:2] == ["pip", "compile"] and "--only-binary" not in c]
+    compiled = [c for c in calls if c[:2] == ["pip", "compile"] and ":all:" not in c]
     assert len(compiled) == 3  # plan 1 on both interpreters, then plan 2 on the newest
     log = (manager.cache.spec_dir(env.spec_key or "") / "build.log").read_text()
     assert log.count("Failed to build `brokenpkg==0.1`") == 2  # each failure kept in the log
+
+
+def test_numpy_is_never_built_from_source_while_an_older_python_remains(
+    tmp_path: Path,
+) -> None:
+    """bottleneck 1.3.2's build wants numpy==1.17.3, which has no wheel for Python 3.9: uv
+    compiled numpy inside the resolution for 30 minutes. Wheels only, while an older
+    interpreter remains: the failure is a build failure, and the older one builds."""
+    ws = git_repo(tmp_path / "ws", {"README": "x\n"})
+    manager = EnvManager(tmp_path / "cache", uv_bin=fake_uv(tmp_path), offline=True)
+    spec = spec_with_plans([DepSet(label="tests", lines=["numpy-built", "six"])])
+    env = manager.ensure(spec, ws)
+    older = spec.python_fallbacks[0]
+    assert env.interpreter == older
+    why = "\n".join(env.why)
+    assert f"trying Python {'.'.join(older.split('.')[:2])}" in why
+    assert "dropped alone" not in why  # the line stays: an older Python gets it
+    calls = [json.loads(c) for c in (tmp_path / "calls.jsonl").read_text().splitlines()]
+    compiled = [c for c in calls if c[:2] == ["pip", "compile"] and ":all:" not in c]
+    wheels_only = [c for c in compiled if "--only-binary" in c]
+    assert wheels_only and all(c[c.index("--only-binary") + 1] == "numpy" for c in wheels_only)
+    assert "--only-binary" not in compiled[-1]  # the oldest Python may build it
 
 
 def test_a_package_missing_a_system_library_is_dropped_without_trying_older_pythons(
@@ -113,7 +140,7 @@ def test_a_package_missing_a_system_library_is_dropped_without_trying_older_pyth
     assert "building needslib 0.1 needs a system library this machine lacks (lib/needed.h)" in why
     assert "dropped alone" in why and "trying Python" not in why
     calls = [json.loads(c) for c in (tmp_path / "calls.jsonl").read_text().splitlines()]
-    compiled = [c for c in calls if c[:2] == ["pip", "compile"] and "--only-binary" not in c]
+    compiled = [c for c in calls if c[:2] == ["pip", "compile"] and ":all:" not in c]
     assert len(compiled) == 2  # with it on the newest Python, then without it
 
 

@@ -39,6 +39,12 @@ UV_PYTHON = """  cause: Because the current Python version (3.11.7) does not sat
             "system",
         ),
         (UV_CONFLICT, "resolve"),
+        (
+            "  cause: Because numpy==1.17.3 has no usable wheels and you require numpy==1.17.3"
+            ", we can conclude ...\nhint: Wheels are required for `numpy` because building "
+            "from source is disabled for `numpy`",
+            "build",  # a wheel-only package (wheels.NO_SOURCE_BUILDS): an older Python may fix
+        ),
         (UV_PYTHON, "python"),
         ("error sending request for url", "network"),
         ("boom", "other"),

@@ -55,7 +55,7 @@ from swebounty.envs.repair import repair
 from swebounty.envs.resolve import resolve_lock
 from swebounty.envs.steps import Uv, lock_allowances, log_tail
 from swebounty.envs.tasklayer import project_files
-from swebounty.envs.wheels import wheels_only_older
+from swebounty.envs.wheels import NO_SOURCE_BUILDS, wheels_only_older
 
 log = logging.getLogger(__name__)
 
@@ -68,8 +68,9 @@ log = logging.getLogger(__name__)
 # 9: compiled files the repository commits (test fixtures) no longer force a per-task install;
 # 10: of the month's releases of direct dependencies, only the project's companions;
 # 11: the base commit's tests collected in every new environment, repaired (repair.py);
-# 12: compiled extensions built once per tree of build inputs (natives.py), not per task.
-PROJECT_RECIPE = 12
+# 12: compiled extensions built once per tree of build inputs (natives.py), not per task;
+# 13: numpy, scipy, pandas never built from source while an older interpreter remains.
+PROJECT_RECIPE = 13
 
 # Failures an older interpreter (wheels of its time), then a smaller plan, may get past.
 _OLDER_MAY_FIX = ("build", "python", "sdist")
@@ -300,6 +301,7 @@ class Builder:
         last: StepFailed | None = None
         for idx, interp in enumerate(candidates):
             older = candidates[idx + 1 :]
+            uvr.only_binary = NO_SOURCE_BUILDS if older else ()
             # The shared (coarser) cutoff first; whatever fails with a lock resolved at it is
             # retried once at the exact cutoff on the same interpreter, so sharing never
             # changes the interpreter or the plan the exact cutoff would have chosen.

@@ -29,7 +29,8 @@ FailureKind = Literal[
 _BUILD = re.compile(
     r"Failed to build|Failed to download and build|Build backend failed|"
     r"failed to build|Failed to prepare metadata|error: command '.*' failed|"
-    r"Failed to install.*setup\.py|subprocess-exited-with-error"
+    r"Failed to install.*setup\.py|subprocess-exited-with-error|"
+    r"building from source is disabled"  # wheels.py: a wheel-only package with none here
 )
 # The compiler's missing header, or uv's hint about it.
 _SYSTEM = re.compile(

@@ -85,6 +85,8 @@ class Uv:
         self.offline = offline
         # What this build repaired of what uv cannot read (repairs.py).
         self.fixes = Repairs(sdist_dir, log_path.with_name("repaired-metadata.toml"))
+        # Packages `compile` takes as wheels only, never built from source (wheels.py).
+        self.only_binary: tuple[str, ...] = ()
 
     def run(
         self,
@@ -136,6 +138,8 @@ class Uv:
             path = requirements.with_name("era-constraints.txt")
             path.write_text("".join(k + "\n" for k in keep), encoding="utf-8")
             args += ["--constraints", str(path)]
+        for name in self.only_binary:
+            args += ["--only-binary", name]
         if excludes:
             path = requirements.with_name("excludes.txt")
             path.write_text("".join(e + "\n" for e in excludes), encoding="utf-8")

@@ -3,6 +3,14 @@
 A dependency with wheels for the next older interpreter only (numpy of 2019 on Python 3.9)
 would be built from source for this one, for minutes, and then often fail: the build moves to
 the older interpreter instead, unless the source distribution is small enough to just build.
+
+The same holds while resolving, where the check above cannot help: an sdist's metadata is
+prepared in a build environment of its own build requirements, and those are pinned per
+interpreter (bottleneck 1.3.2 of 2020 wants `numpy==1.17.3` on Python 3.8+, which has no
+wheel for 3.9), so uv compiled numpy from source inside the resolution, for over 30 minutes
+on two cores. While an older interpreter remains to try, the packages of NO_SOURCE_BUILDS are
+taken as wheels only (`Uv.only_binary`); their failure is a build failure (failures.py), which
+moves the build to the older interpreter. The oldest one builds them as before.
 """
 
 from __future__ import annotations
@@ -21,6 +29,10 @@ from swebounty.envs.steps import Uv, cutoff_args
 # Packages whose source distribution is at most this big are built from source rather than
 # sending the build to an older interpreter that has wheels for them (numpy's is ~5-20 MB).
 SMALL_SDIST = 1 << 20
+# Compiled packages whose source builds take many minutes and whose wheels cover each
+# interpreter from a few months after its release: never built from source while an older
+# interpreter remains to try.
+NO_SOURCE_BUILDS = ("numpy", "scipy", "pandas")
 _NO_WHEELS = re.compile(r"Because ([A-Za-z0-9][A-Za-z0-9._-]*)==\S+ has no usable wheels")
 
 
