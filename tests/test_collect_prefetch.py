@@ -120,3 +120,40 @@ def test_validate_prefetches_ahead_of_the_runs_with_the_same_results(tmp_path: P
     later = [i for i in ids[1:] if i in warmed_at]
     assert len(later) >= 3
     assert all(warmed_at[i] <= first_run[i] for i in later)
+
+
+def test_an_interrupted_validate_stops_at_once_and_records_nothing_more(tmp_path: Path) -> None:
+    # Ctrl-C used to wait for every queued candidate: the pool's shutdown ran them all.
+    ids = [f"c{i}" for i in range(40)]
+    table: dict[tuple[str, str], list[object]] = {}
+    for i in ids:
+        table[(i, "before")] = [run(a="failed")]
+        table[(i, "after")] = [run(a="passed")]
+
+    class Slow(Script):
+        def __call__(self, task: Task, patch: str, ctx: object, log_dir: Path) -> object:
+            time.sleep(0.05)
+            return super().__call__(task, patch, ctx, log_dir)
+
+    script = Slow(table)
+    ctx = Ctx(tmp_path)
+    ctx.cancelled = threading.Event()  # type: ignore[attr-defined]
+
+    def on_done(iid: str, outcome: str) -> None:
+        raise KeyboardInterrupt
+
+    out = tmp_path / "tasks.jsonl"
+    began = time.monotonic()
+    try:
+        validate([_task(i) for i in ids], out, ctx, runner=script, workers=2, prefetch=1,  # type: ignore[arg-type]
+                 warm=lambda t: None, on_done=on_done)  # fmt: skip
+    except KeyboardInterrupt:
+        pass
+    else:
+        raise AssertionError("the interruption was swallowed")
+    assert time.monotonic() - began < 10
+    assert ctx.cancelled.is_set()  # type: ignore[attr-defined]
+    started = {c[0] for c in script.calls}
+    assert len(started) <= 4, started  # the first one, the other worker's, nothing queued
+    # Only what was recorded before the interruption is in the outputs; the rest is redone.
+    assert len(out.with_name("tasks.jsonl.partial").read_text().splitlines()) == 1

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -21,6 +21,7 @@ from swebounty.collect.gates import Gates, too_many_f2p
 from swebounty.collect.prefetch import Prefetch, Warm, warm_environment
 from swebounty.collect.sink import Sink
 from swebounty.collect.validate import Rejected, Runner, validate_or_reject
+from swebounty.sandbox._process import kill_running
 from swebounty.tasks import Task
 
 if TYPE_CHECKING:
@@ -72,6 +73,56 @@ def interleave(tasks: list[Task]) -> list[Task]:
     for i in range(max((len(q) for q in queues), default=0)):
         out += [q[i] for q in queues if i < len(q)]
     return out
+
+
+_CANCEL_GRACE_S = 10.0
+
+
+def _local(
+    todo: list[Task],
+    ctx: EvalContext,
+    runs: int,
+    log_root: Path,
+    runner: Runner | None,
+    record: Callable[[Task, Task | Rejected], None],
+    workers: int,
+    prefetch: int,
+    warm: Warm | None,
+) -> None:
+    """`todo` on a thread pool of this process. Interrupted (Ctrl-C), it stops at once: no
+    queued candidate starts, the running ones' sandboxes are ended and nothing more is
+    recorded, so what they were doing is redone by the next run."""
+    cancelled = getattr(ctx, "cancelled", None)  # a test's stand-in may have none
+    ahead: Prefetch | None = None
+    if prefetch > 0 and todo:
+        ahead = Prefetch(todo, warm or warm_environment(ctx), threads=prefetch,
+                         ahead=2 * max(1, workers), cancelled=cancelled)  # fmt: skip
+
+    def one(t: Task) -> Task | Rejected:
+        if ahead is not None:
+            ahead.started(t)
+        return validate_or_reject(t, ctx, log_root / t.instance_id, runs, runner)
+
+    pool = ThreadPoolExecutor(max_workers=max(1, workers))
+    futures = {pool.submit(one, t): t for t in todo}
+    try:
+        for future in as_completed(futures):
+            record(futures[future], future.result())
+    except BaseException:
+        if cancelled is not None:
+            cancelled.set()  # first: no new sandbox starts (EvalContext.lease)
+        pool.shutdown(wait=False, cancel_futures=True)
+        if ahead is not None:
+            ahead.close(wait=False)  # builds under way end with the process
+        running = [f for f in futures if not f.done()]
+        deadline = time.monotonic() + _CANCEL_GRACE_S
+        while running and time.monotonic() < deadline:
+            kill_running()  # again each round: a worker may have started a sandbox meanwhile
+            running = list(wait(running, timeout=0.2).not_done)
+        raise
+    pool.shutdown()
+    if ahead is not None:
+        ahead.close()  # every candidate has begun: nothing is left to build
 
 
 def validate(
@@ -150,30 +201,7 @@ def validate(
         if executor is not None:
             executor.validate(todo, ctx, runs, log_root, record)
         else:
-            ahead: Prefetch | None = None
-            if prefetch > 0 and todo:
-                cancelled = getattr(ctx, "cancelled", None)
-                ahead = Prefetch(
-                    todo, warm or warm_environment(ctx), threads=prefetch,
-                    ahead=2 * max(1, workers), cancelled=cancelled,
-                )  # fmt: skip
-
-            def one(t: Task) -> Task | Rejected:
-                if ahead is not None:
-                    ahead.started(t)
-                return validate_or_reject(t, ctx, log_root / t.instance_id, runs, runner)
-
-            try:
-                with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-                    futures = {pool.submit(one, t): t for t in todo}
-                    for future in as_completed(futures):
-                        record(futures[future], future.result())
-            except BaseException:
-                if ahead is not None:  # interrupted: builds under way end with the process
-                    ahead.close(wait=False)
-                raise
-            if ahead is not None:
-                ahead.close()  # every candidate has begun: nothing is left to build
+            _local(todo, ctx, runs, log_root, runner, record, workers, prefetch, warm)
         sink.finish()
     finally:
         summary.seconds = time.monotonic() - start
