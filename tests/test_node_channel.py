@@ -1,6 +1,6 @@
 """node/runners/channel.js and what the harness reads of it: one message signed with the run's
 key, on the pipe the run inherited; a second `take()` spoils the channel; the machinery watch
-names what was replaced. Run with the machine's node (no sandbox: the channel is a pipe)."""
+names what was replaced, and so does assertions.js's watch of a realm's assertions. Run with the machine's node (no sandbox: the channel is a pipe)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from swebounty.pytest_guard import ChannelTampered, new_key, read_signed
 
 NODE = shutil.which("node")
 pytestmark = pytest.mark.skipif(NODE is None, reason="no node on this machine")
-CHANNEL = Path(__file__).resolve().parents[1] / "src/swebounty/node/runners/channel.js"
+RUNNERS = Path(__file__).resolve().parents[1] / "src/swebounty/node/runners"
+CHANNEL = RUNNERS / "channel.js"
 
 
 def _run(script: str, key: bytes, tmp: Path) -> tuple[bytes, str]:
@@ -88,3 +89,30 @@ def test_the_watch_names_what_was_replaced_or_added(tmp_path: Path) -> None:
     )
     _, out = _run(script, new_key(), tmp_path)
     assert out.strip() == '["assert.strictEqual","assert.extra"]'
+
+
+def test_the_assertions_watch_names_what_was_replaced_not_what_was_added(tmp_path: Path) -> None:
+    # A realm as Jest's test files see it: `expect` and its matcher registry, set up before
+    # the watch; then a test's own custom matcher (fine) and the code under test's changes.
+    script = (
+        f"const assertions = require({str(RUNNERS / 'assertions.js')!r});\n"
+        "const registry = {matchers: {toBe() {}, toEqual() {}}};\n"
+        "global[Symbol.for('$$jest-matchers-object')] = registry;\n"
+        "global.expect = () => {};\nglobal.expect.extend = () => {};\n"
+        "const extra = {util: {eql() {}}};\n"
+        "const watch = assertions.watch(global, extra);\n"
+        "const ok = JSON.stringify(watch.changed());\n"
+        "registry.matchers.toBeWithin = () => {};\n"
+        "const added = JSON.stringify(watch.changed());\n"
+        "registry.matchers.toBe = () => ({pass: true});\n"
+        "delete registry.matchers.toEqual;\n"
+        "Object.is = () => true;\n"
+        "extra.util.eql = () => true;\n"
+        "console.log(ok, added, JSON.stringify(watch.changed()));\n"
+        "global.expect = () => {};\n"
+        "console.log(JSON.stringify(watch.changed().slice(0, 2)));\n"
+    )
+    _, out = _run(script, new_key(), tmp_path)
+    first, second = out.strip().splitlines()
+    assert first == '[] [] ["matcher.toBe","matcher.toEqual","Object.is","util.eql"]'
+    assert second == '["expect","expect.extend"]'

@@ -29,8 +29,8 @@ from swebounty.node.runners.mocha import Mocha
 from swebounty.node.runners.nodetest import NodeTest
 from swebounty.node.runners.vitest import Vitest
 
-_TOOLS = ("channel.js", "mocha_launcher.js", "jasmine_launcher.js", "node_test_reporter.mjs",
-          "jest_reporter.js", "vitest_reporter.mjs")  # fmt: skip
+_TOOLS = ("channel.js", "assertions.js", "mocha_launcher.js", "jasmine_launcher.js",
+          "node_test_reporter.mjs", "nodetest_guard.js", "jest_guard.js", "jest_reporter.js", "vitest_reporter.mjs")  # fmt: skip
 
 
 class JsRunner(Protocol):

@@ -1,7 +1,9 @@
 """Jest 21 and later (the first with `--reporters`): the project's own jest and command line,
 with the harness's reporter (`jest_reporter.js`) beside Jest's default one. The reporter runs in
 Jest's parent process, built before any test runs, and sends the results signed through the
-result channel in the shape of Jest's `--json` report (read by `results.jest_results`). Older
+result channel in the shape of Jest's `--json` report (read by `results.jest_results`); its
+guard (`jest_guard.js`, preloaded) fails a test file whose tests' assertion machinery the code
+under test replaced, which the reporter sends as tampering. Older
 Jest writes its `--json` report to a file (`node/runner.py`)."""
 
 from __future__ import annotations
@@ -38,7 +40,9 @@ class Jest:
         package_dir: str,
     ) -> list[str]:
         entry, _ = runner_entry(workspace, "jest", package_dir)
-        argv = [str(node), *call.node_flags, str(entry), *call.flags, "--ci", "--forceExit"]
+        guard = tools / "jest_guard.js"  # in Jest's process and its workers (their execArgv)
+        argv = [str(node), *call.node_flags, "--require", str(guard), str(entry), *call.flags]
+        argv += ["--ci", "--forceExit"]
         argv += ["--reporters=default", f"--reporters={tools / 'jest_reporter.js'}"]
         argv += ["--coverage=false", "--watchman=false", "--maxWorkers=2"]
         targets = files if files else call.paths  # the script's own patterns otherwise

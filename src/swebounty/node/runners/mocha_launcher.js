@@ -4,12 +4,17 @@
 // by identity, and hooks the runner's `run` so that it hears every test's end of the run the
 // command line starts (its Mocha is the first one built; a run of another is reported). As the
 // process exits after that run ended, it sends every test's result, and what of the machinery
-// was replaced meanwhile, signed, through the channel. Arguments: mocha's package directory,
-// its CLI entry, then mocha's own.
+// was replaced meanwhile, signed, through the channel; so is what of the assertion machinery
+// the tests check with was replaced (assertions.js; chai's too, recorded as it first loads,
+// and again after each plugin of the environment's packages that `chai.use` applies).
+// Arguments: mocha's package directory, its CLI entry, then mocha's own.
 // Plain CommonJS without newer syntax: it runs on the Node line of each task's era.
 'use strict';
+var fs = require('fs');
+var Module = require('module');
 var path = require('path');
 var channel = require('./channel');
+var assertions = require('./assertions');
 
 var send = channel.take();
 var args = process.argv.slice(2);
@@ -36,6 +41,13 @@ var cli = null; // the Mocha the command line built: the first one (its construc
 var starting = false; // inside cli.run(): the runner it starts is the one to hear
 var changed = {};
 var watch = null;
+var realm = assertions.watch(global);
+var chaiWatch = null;
+// The environment's packages (read-only in the sandbox), and what their files exported as they
+// loaded: a chai plugin among them may change chai's assertions; the workspace's code may not.
+var packages = fs.realpathSync(path.dirname(mochaDir)) + path.sep;
+var packaged = typeof WeakSet === 'function' ? new WeakSet() : null;
+var CHAI = /[\\/]node_modules[\\/]chai[\\/](index|lib[\\/]chai)\.js$/;
 
 function messageOf(err) {
   if (!err) return '';
@@ -60,9 +72,47 @@ function record(runnable, status, err) {
 }
 
 function check() {
-  if (!watch) return;
-  watch.changed().forEach(function (name) { changed[name] = true; });
+  [watch, realm, chaiWatch].forEach(function (w) {
+    if (w) w.changed().forEach(function (name) { changed[name] = true; });
+  });
 }
+
+function chaiMachinery(chai) {
+  return { chai: chai, 'chai.Assertion.prototype': chai.Assertion && chai.Assertion.prototype,
+           'chai.assert': chai.assert, 'chai.util': chai.util };
+}
+
+function adoptChai(chai) {
+  var use = chai.use;
+  if (typeof use === 'function') {
+    chai.use = function (plugin) {
+      if (!packaged || !packaged.has(plugin)) return use.apply(this, arguments);
+      check();
+      var result = use.apply(this, arguments);
+      chaiWatch = assertions.watch(null, chaiMachinery(chai)); // the plugin's is genuine
+      return result;
+    };
+  }
+  chaiWatch = assertions.watch(null, chaiMachinery(chai));
+}
+
+var load = Module._load;
+Module._load = function (request, parent, isMain) {
+  var exported = load.apply(this, arguments);
+  if (!packaged || typeof request !== 'string' || /^[./]/.test(request)) return exported;
+  if (!exported || (typeof exported !== 'object' && typeof exported !== 'function')) return exported;
+  var file = '';
+  try {
+    file = Module._resolveFilename(request, parent, isMain);
+  } catch (err) {
+    return exported;
+  }
+  if (file.indexOf(packages) !== 0) return exported;
+  packaged.add(exported);
+  if (typeof exported.default === 'function') packaged.add(exported.default);
+  if (!chaiWatch && CHAI.test(file) && exported.Assertion) adoptChai(exported);
+  return exported;
+};
 
 function attach(runner) {
   runner.on('pass', function (test) { record(test, 'passed'); });
@@ -82,7 +132,7 @@ function attach(runner) {
 process.on('exit', function () {
   if (!ended || !send) return; // no results: the harness finds none
   check();
-  var tampered = Object.keys(changed).map(function (n) { return 'mocha\'s ' + n + ' was replaced'; });
+  var tampered = Object.keys(changed).map(function (n) { return n + ' was replaced'; });
   send({ cases: cases, errors: [], tampered: tampered.concat(problems) });
   send = null;
 });

@@ -1,18 +1,29 @@
 // swebounty's reporter for node's built-in test runner (`node --test`): every test that ended,
 // with the names of the tests and suites around it, sent signed through the harness's result
 // channel when the run ends (channel.js). It runs in the runner's parent process, loaded before
-// any test file runs (each test file runs in a child process of its own).
+// any test file runs (each test file runs in a child process of its own). A child whose tests'
+// assertion machinery the code under test replaced says so on its stderr (nodetest_guard.js):
+// sent as tampering.
 import { createRequire } from 'node:module';
 
-const channel = createRequire(import.meta.url)('./channel.js');
+const require = createRequire(import.meta.url);
+const channel = require('./channel.js');
+const { TAMPERED } = require('./assertions.js');
 let send = channel.take();
 
 export default async function* swebountyReporter(source) {
   const stacks = new Map(); // per file: the names of the tests started at each nesting level
   const cases = [];
+  const tampered = [];
   for await (const event of source) {
     const data = event.data || {};
     const file = data.file || '';
+    if (event.type === 'test:stderr') {
+      const said = String(data.message || '');
+      const at = said.indexOf(TAMPERED);
+      if (at >= 0) tampered.push(`${said.slice(at, at + 1000).split('\n')[0]} (${file})`);
+      continue;
+    }
     if (event.type === 'test:start') {
       const stack = stacks.get(file) || [];
       stack.length = data.nesting;
@@ -34,6 +45,6 @@ export default async function* swebountyReporter(source) {
     cases.push({ file: file || null, ancestors, title: data.name, status,
                  message: message.slice(0, 4000) });
   }
-  if (send) send({ cases, errors: [], tampered: [] });
+  if (send) send({ cases, errors: [], tampered });
   send = null;
 }
