@@ -159,3 +159,23 @@ def test_decided_reads_a_stopped_run_and_leaves_out_what_will_be_retried(tmp_pat
     partial = tasks.with_name("tasks.rejects.jsonl.partial")
     partial.write_text(partial.read_text() + '{"instance_id": "a6", "stage": "infra"}\n{"torn')
     assert "a6" in decided(tasks) and "a6" not in decided(tasks, retrying_infra=True)
+
+
+def test_environments_built_and_reused_are_found_where_the_manager_keeps_them(
+    tmp_path: Path,
+) -> None:
+    # costs.py looked one level too high: every environment counted as built, 0 bytes on disk.
+    from swebounty.collect.costs import env_usage, ready_envs
+    from swebounty.envs.cache import READY, CacheLayout
+
+    layout = CacheLayout(tmp_path / "cache" / "envs")  # as EvalContext's EnvManager has it
+    for key in ("old", "new"):
+        layout.env_dir(key).mkdir(parents=True)
+        (layout.env_dir(key) / "lib.so").write_bytes(b"x" * 10_000)
+    (layout.env_dir("old") / READY).write_text("{}")
+    before = ready_envs(tmp_path / "cache")
+    assert before == {"old"}
+    (layout.env_dir("new") / READY).write_text("{}")
+    usage = env_usage(["old", "new", None, "new"], before, tmp_path / "cache")
+    assert (usage["used"], usage["built"], usage["reused"]) == (2, 1, 1)
+    assert usage["disk_bytes"] >= 20_000

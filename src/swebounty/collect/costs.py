@@ -79,9 +79,15 @@ class RunMeter:
         return out
 
 
+def env_root(cache_dir: Path) -> Path:
+    """Where a run's environments are: EvalContext's EnvManager(cache_dir / "envs") keeps each
+    in its CacheLayout's envs/<key>."""
+    return cache_dir / "envs" / "envs"
+
+
 def ready_envs(cache_dir: Path) -> set[str]:
     """Keys of the complete environments in a cache."""
-    root = cache_dir / "envs"
+    root = env_root(cache_dir)
     if not root.is_dir():
         return set()
     return {d.name for d in root.iterdir() if (d / "ready.json").exists()}
@@ -109,7 +115,7 @@ def env_usage(used: Iterable[str | None], before: set[str], cache_dir: Path) -> 
     the cache, and the environments' size on disk."""
     keys = {k for k in used if k}
     built = keys - before
-    disk = sum(tree_bytes(cache_dir / "envs" / k) for k in keys)
+    disk = sum(tree_bytes(env_root(cache_dir) / k) for k in keys)
     return {
         "used": len(keys),
         "built": len(built),
