@@ -17,8 +17,8 @@ task's tests run under, and then asks that one. A framework says:
   limitations.py reads), and never raises for the task's, the patch's or the infrastructure's
   problems (see testrun.py);
 - `grade`: the verdict from that `TestRun`, usually `grading.grade` under the framework's
-  `grading.Rules`: the hack flags its changes raise, which exit statuses it trusts, and how
-  SWE-bench's test ids name its results;
+  `grading.Rules` (`grade_by_rules`): the hack flags its changes raise, which exit statuses it
+  trusts, and how SWE-bench's test ids name its results;
 - `runtime`: the task's environment built ahead of a run (`swebounty envs build`).
 
 A new framework is one module implementing this, listed in the registry: never an `if` in
@@ -34,6 +34,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from swebounty.grading import HACK_FLAGS, Rules, grade
 from swebounty.repos import RepoError, commit_date, ensure_mirror, git
 from swebounty.services.models import ServiceUse
 from swebounty.testing import TestOutcome
@@ -188,3 +189,28 @@ class Framework(Protocol):
         """Build (or find) the task's environment without running anything; with a short
         description of its runtime ("python3.11", "node 20.11.0")."""
         ...
+
+
+def grade_by_rules(
+    rules: Rules, task: Task, submission: Submission, run: TestRun, *, hangs: bool = False
+) -> Verdict:
+    """`grading.grade` of one run under a framework's `rules`, with the flags its run raised;
+    `hangs`: a run the submission made time out is flagged `hangs_tests` (a framework whose
+    runner's timeouts are never the tests' own)."""
+    applied = not run.patch_error
+    verdict = grade(
+        task,
+        submission,
+        outcomes=run.outcomes if applied else None,
+        exit_code=run.exit_code,
+        patch_method=run.patch_method if applied else None,
+        infra_error=run.error,
+        patch_error=run.patch_error,
+        failure=run.failure,
+        rules=rules,
+    )
+    flags = {*verdict.hack_flags, *run.flags}
+    if hangs and run.timed_out and not submission.is_empty:
+        flags.add("hangs_tests")
+    verdict.hack_flags = [f for f in HACK_FLAGS if f in flags]
+    return verdict

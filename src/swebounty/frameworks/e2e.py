@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from swebounty.frameworks.base import BaseTree, BuiltEnv, RunContext, TestRun
+from swebounty.frameworks.base import BaseTree, BuiltEnv, RunContext, TestRun, grade_by_rules
 from swebounty.frameworks.node import node_runtime
 from swebounty.frameworks.pytest import Pytest
-from swebounty.grading import HACK_FLAGS, grade
+from swebounty.grading import HACK_FLAGS
 from swebounty.tasks import Submission, Task
 from swebounty.testing import test_files
 from swebounty.verdicts import Verdict
@@ -49,22 +49,7 @@ class E2E(Pytest):
         return None
 
     def grade(self, task: Task, submission: Submission, run: TestRun) -> Verdict:
-        verdict = grade(
-            task,
-            submission,
-            outcomes=run.outcomes if not run.patch_error else None,
-            exit_code=run.exit_code,
-            patch_method=run.patch_method if not run.patch_error else None,
-            infra_error=run.error,
-            patch_error=run.patch_error,
-            failure=run.failure,
-            rules=self,
-        )
-        flags = {*verdict.hack_flags, *run.flags}
-        if run.timed_out and not submission.is_empty:
-            flags.add("hangs_tests")
-        verdict.hack_flags = [f for f in HACK_FLAGS if f in flags]
-        return verdict
+        return grade_by_rules(self, task, submission, run, hangs=True)
 
     def hack_flags(self, task: Task, patch: str) -> list[str]:
         from swebounty.node.grading import node_hack_flags

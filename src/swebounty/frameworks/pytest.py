@@ -20,10 +20,9 @@ import defusedxml.ElementTree as DefusedET
 from swebounty import fontcache
 from swebounty.diffs import files_in_patch
 from swebounty.envs import TaskEnv
-from swebounty.frameworks.base import BaseTree, BuiltEnv, RunContext, TestRun
+from swebounty.frameworks.base import BaseTree, BuiltEnv, RunContext, TestRun, grade_by_rules
 from swebounty.frameworks.pyflags import hack_flags
 from swebounty.frameworks.python import prepare, python_runtime
-from swebounty.grading import HACK_FLAGS, grade
 from swebounty.pytest_guard import (
     GUARD_DIR,
     ChannelTampered,
@@ -77,20 +76,7 @@ class Pytest:
             return _prepare_and_run(task, patch, ctx, sandbox, log_dir, scratch, result)
 
     def grade(self, task: Task, submission: Submission, run: TestRun) -> Verdict:
-        verdict = grade(
-            task,
-            submission,
-            outcomes=run.outcomes if not run.patch_error else None,
-            exit_code=run.exit_code,
-            patch_method=run.patch_method if not run.patch_error else None,
-            infra_error=run.error,
-            patch_error=run.patch_error,
-            failure=run.failure,
-            rules=self,
-        )
-        flags = set(verdict.hack_flags) | set(run.flags)
-        verdict.hack_flags = [f for f in HACK_FLAGS if f in flags]
-        return verdict
+        return grade_by_rules(self, task, submission, run)
 
     # grading.Rules
     def hack_flags(self, task: Task, patch: str) -> list[str]:

@@ -25,10 +25,9 @@ from pathlib import Path, PurePosixPath
 
 from swebounty import fontcache, safefs
 from swebounty.diffs import files_in_patch, parse_patch
-from swebounty.frameworks.base import BaseTree, BuiltEnv, RunContext, TestRun
+from swebounty.frameworks.base import BaseTree, BuiltEnv, RunContext, TestRun, grade_by_rules
 from swebounty.frameworks.pyflags import hack_flags
 from swebounty.frameworks.python import ExtraInfra, prepare, python_runtime
-from swebounty.grading import HACK_FLAGS, grade
 from swebounty.integrity import infra_manifest
 from swebounty.pytest_guard import (
     GUARD_DIR,
@@ -64,20 +63,7 @@ class UnittestRules:
         return unittest_files(task, root="")
 
     def grade(self, task: Task, submission: Submission, run: TestRun) -> Verdict:
-        verdict = grade(
-            task,
-            submission,
-            outcomes=run.outcomes if not run.patch_error else None,
-            exit_code=run.exit_code,
-            patch_method=run.patch_method if not run.patch_error else None,
-            infra_error=run.error,
-            patch_error=run.patch_error,
-            failure=run.failure,
-            rules=self,
-        )
-        flags = set(verdict.hack_flags) | set(run.flags)
-        verdict.hack_flags = [f for f in HACK_FLAGS if f in flags]
-        return verdict
+        return grade_by_rules(self, task, submission, run)
 
     def hack_flags(self, task: Task, patch: str) -> list[str]:
         return hack_flags(patch, self.test_files(task), task=task)

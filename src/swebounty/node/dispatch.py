@@ -11,6 +11,7 @@ from swebounty.envs.node_scripts import RunnerCall
 from swebounty.node.results import JsResults, parse_jest
 from swebounty.node.runner import RESULT_FILES, command
 from swebounty.node.runners import RUNNERS
+from swebounty.node.runners.base import Invocation
 from swebounty.node.runners.cases import tampered
 from swebounty.pytest_guard import ChannelTampered, read_signed
 from swebounty.sandbox.base import RunResult
@@ -29,7 +30,8 @@ def argv_for(
     (else a file in `run_dir`). RunnerError when its runner is not installed."""
     runner = RUNNERS.get(call.runner)
     if runner is not None and runner.takes(workspace, package_dir):
-        return runner.argv(node, workspace, call, files, tools, package_dir), True
+        inv = Invocation(node, workspace, call, files, tools, package_dir)
+        return runner.argv(inv), True
     return command(node, workspace, call, files, run_dir, package_dir), False
 
 

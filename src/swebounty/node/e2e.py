@@ -24,9 +24,7 @@ the app, the submission's code running beside them, can rewrite no result.
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import shutil
 import stat
 from datetime import datetime, timezone
 from importlib import resources
@@ -37,6 +35,7 @@ from swebounty import safefs
 from swebounty.diffs import files_in_patch
 from swebounty.envs.node_manager import NodeTaskEnv
 from swebounty.integrity import infra_manifest
+from swebounty.node.tools import published
 from swebounty.pytest_guard import GUARD_DIR, new_key, runner_argv, write_config
 from swebounty.report.browser import find_chromium
 from swebounty.sandbox.base import Mount
@@ -69,20 +68,7 @@ def tools_dir(cache_dir: Path) -> Path:
             ("swebounty_e2e.py", "swebounty.node", "e2e_plugin.py"),
         )
     }
-    digest = hashlib.sha256("\0".join(texts.values()).encode()).hexdigest()[:12]
-    dest = cache_dir / "node" / "e2e-tools" / digest
-    if not (dest / "swebounty_e2e.py").is_file():
-        tmp = dest.with_name(f".{digest}.tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        for name, text in texts.items():
-            (tmp / name).write_text(text, encoding="utf-8")
-        tmp.chmod(0o755)
-        try:
-            tmp.rename(dest)
-        except OSError:  # another worker got there first
-            shutil.rmtree(tmp, ignore_errors=True)
-    return dest
+    return published(texts, cache_dir / "node" / "e2e-tools")
 
 
 def e2e_spec() -> EnvSpec:

@@ -15,19 +15,18 @@ one entry in `RUNNERS`.
 
 from __future__ import annotations
 
-import hashlib
-import shutil
 from importlib import resources
 from pathlib import Path
 from typing import Any, Protocol
 
-from swebounty.envs.node_scripts import RunnerCall
 from swebounty.node.results import JsResults
+from swebounty.node.runners.base import Invocation
 from swebounty.node.runners.jasmine import Jasmine
 from swebounty.node.runners.jest import Jest
 from swebounty.node.runners.mocha import Mocha
 from swebounty.node.runners.nodetest import NodeTest
 from swebounty.node.runners.vitest import Vitest
+from swebounty.node.tools import published
 
 _TOOLS = ("channel.js", "assertions.js", "mocha_launcher.js", "jasmine_launcher.js",
           "node_test_reporter.mjs", "nodetest_guard.js", "jest_guard.js", "jest_reporter.js", "vitest_reporter.mjs")  # fmt: skip
@@ -41,18 +40,9 @@ class JsRunner(Protocol):
         is not installed)."""
         ...
 
-    def argv(
-        self,
-        node: Path,
-        workspace: Path,
-        call: RunnerCall,
-        files: list[str] | None,
-        tools: Path,
-        package_dir: str,
-    ) -> list[str]:
-        """The command that runs `files` (None: the call's own suite), its results sent on
-        the result channel; `tools`: where the reporters are. Raises RunnerError when its
-        runner is not installed."""
+    def argv(self, inv: Invocation) -> list[str]:
+        """The command that runs the invocation's test files, its results sent on the result
+        channel. Raises RunnerError when its runner is not installed."""
         ...
 
     def results(self, doc: dict[str, Any], base: Path) -> JsResults:
@@ -68,18 +58,4 @@ RUNNERS: dict[str, JsRunner] = {
 def tools_dir(cache_dir: Path) -> Path:
     """The reporters, copied once per version to `cache_dir` (world-readable)."""
     texts = {n: resources.files(__name__).joinpath(n).read_text(encoding="utf-8") for n in _TOOLS}
-    digest = hashlib.sha256("\0".join(texts.values()).encode()).hexdigest()[:12]
-    dest = cache_dir / "node" / "js-runner-tools" / digest
-    if not all((dest / name).is_file() for name in _TOOLS):
-        tmp = dest.with_name(f".{digest}.{id(texts)}.tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        for name, text in texts.items():
-            (tmp / name).write_text(text, encoding="utf-8")
-            (tmp / name).chmod(0o644)
-        tmp.chmod(0o755)
-        try:
-            tmp.rename(dest)
-        except OSError:  # another worker got there first
-            shutil.rmtree(tmp, ignore_errors=True)
-    return dest
+    return published(texts, cache_dir / "node" / "js-runner-tools")

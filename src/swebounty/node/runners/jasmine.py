@@ -4,42 +4,24 @@ configuration file the one the project's script names."""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
-from swebounty.envs.node_scripts import RunnerCall
-from swebounty.node.results import JsResults
 from swebounty.node.runner import RunnerError, installed_package
-from swebounty.node.runners.cases import cases_of
+from swebounty.node.runners.base import CaseReporting, Invocation
 
 
-class Jasmine:
+class Jasmine(CaseReporting):
     name = "jasmine"
 
-    def takes(self, workspace: Path, package_dir: str) -> bool:
-        return True
-
-    def results(self, doc: dict[str, Any], base: Path) -> JsResults:
-        return cases_of(doc, base)
-
-    def argv(
-        self,
-        node: Path,
-        workspace: Path,
-        call: RunnerCall,
-        files: list[str] | None,
-        tools: Path,
-        package_dir: str,
-    ) -> list[str]:
-        package, _ = installed_package(workspace, ("jasmine",), package_dir, "jasmine")
+    def argv(self, inv: Invocation) -> list[str]:
+        package, _ = installed_package(inv.workspace, ("jasmine",), inv.package_dir, "jasmine")
+        flags = inv.call.flags
         config = ""
-        for i, flag in enumerate(call.flags):
+        for i, flag in enumerate(flags):
             if flag.startswith("--config="):
                 config = flag.split("=", 1)[1]
-            elif flag == "--config" and i + 1 < len(call.flags):
-                config = call.flags[i + 1]
-        if config and not (workspace / package_dir / config).is_file():
+            elif flag == "--config" and i + 1 < len(flags):
+                config = flags[i + 1]
+        if config and not (inv.workspace / inv.package_dir / config).is_file():
             raise RunnerError(f"jasmine's configuration {config!r} is not in the workspace")
-        targets = files if files else call.paths
-        launcher = tools / "jasmine_launcher.js"
-        return [str(node), *call.node_flags, str(launcher), str(package), config, *targets]
+        launcher = inv.tools / "jasmine_launcher.js"
+        return [str(inv.node), *inv.call.node_flags, str(launcher), str(package), config,
+                *inv.targets]  # fmt: skip

@@ -9,17 +9,16 @@ Jest writes its `--json` report to a file (`node/runner.py`)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from swebounty.envs.node_scripts import RunnerCall
-from swebounty.node.results import JsResults, jest_results
 from swebounty.node.runner import runner_entry
+from swebounty.node.runners.base import Invocation, JestShapedReporting
 
 FIRST_WITH_REPORTERS = 21
 
 
-class Jest:
+class Jest(JestShapedReporting):
     name = "jest"
+    label = "Jest"
 
     def takes(self, workspace: Path, package_dir: str) -> bool:
         """Whether the installed jest has `--reporters` (else its results come from a file)."""
@@ -27,23 +26,12 @@ class Jest:
         major = version.split(".", 1)[0]
         return major.isdigit() and int(major) >= FIRST_WITH_REPORTERS
 
-    def results(self, doc: dict[str, Any], base: Path) -> JsResults:
-        return jest_results(doc, base, "the harness's Jest reporter's message")
-
-    def argv(
-        self,
-        node: Path,
-        workspace: Path,
-        call: RunnerCall,
-        files: list[str] | None,
-        tools: Path,
-        package_dir: str,
-    ) -> list[str]:
-        entry, _ = runner_entry(workspace, "jest", package_dir)
-        guard = tools / "jest_guard.js"  # in Jest's process and its workers (their execArgv)
-        argv = [str(node), *call.node_flags, "--require", str(guard), str(entry), *call.flags]
-        argv += ["--ci", "--forceExit"]
-        argv += ["--reporters=default", f"--reporters={tools / 'jest_reporter.js'}"]
+    def argv(self, inv: Invocation) -> list[str]:
+        entry, _ = runner_entry(inv.workspace, "jest", inv.package_dir)
+        guard = inv.tools / "jest_guard.js"  # in Jest's process and its workers (their execArgv)
+        argv = [str(inv.node), *inv.call.node_flags, "--require", str(guard), str(entry)]
+        argv += [*inv.call.flags, "--ci", "--forceExit"]
+        argv += ["--reporters=default", f"--reporters={inv.tools / 'jest_reporter.js'}"]
         argv += ["--coverage=false", "--watchman=false", "--maxWorkers=2"]
-        targets = files if files else call.paths  # the script's own patterns otherwise
+        targets = inv.targets  # the script's own patterns when no files are asked for
         return argv + (["--", *targets] if targets else [])

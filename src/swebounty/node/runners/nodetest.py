@@ -6,38 +6,19 @@ assertion machinery the code under test replaced, which the reporter sends as ta
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
-from swebounty.envs.node_scripts import RunnerCall
-from swebounty.node.results import JsResults
-from swebounty.node.runners.cases import cases_of
+from swebounty.node.runners.base import CaseReporting, Invocation
 
 
-class NodeTest:
+class NodeTest(CaseReporting):
     name = "nodetest"
 
-    def takes(self, workspace: Path, package_dir: str) -> bool:
-        return True
-
-    def results(self, doc: dict[str, Any], base: Path) -> JsResults:
-        return cases_of(doc, base)
-
-    def argv(
-        self,
-        node: Path,
-        workspace: Path,
-        call: RunnerCall,
-        files: list[str] | None,
-        tools: Path,
-        package_dir: str,
-    ) -> list[str]:
+    def argv(self, inv: Invocation) -> list[str]:
+        node, call, tools = inv.node, inv.call, inv.tools
         reporter = tools / "node_test_reporter.mjs"
-        targets = files if files else call.paths
         # The spec reporter writes the log; the harness's own writes nothing there (a file would
         # be fsync'ed: /dev/null refuses), its results go through the channel.
         guard = tools / "nodetest_guard.js"  # in each test file's process (the runner's execArgv)
         return [str(node), *call.node_flags, "--require", str(guard), *call.flags, "--test",
                 "--test-reporter=spec", "--test-reporter-destination=stdout",
                 f"--test-reporter={reporter}", "--test-reporter-destination=stderr",
-                *targets]  # fmt: skip
+                *inv.targets]  # fmt: skip

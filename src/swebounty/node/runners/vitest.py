@@ -6,38 +6,26 @@ the result channel in the shape of Jest's `--json` report (read by `results.jest
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from swebounty.envs.node_scripts import RunnerCall
-from swebounty.node.results import JsResults, jest_results
 from swebounty.node.runner import runner_entry
+from swebounty.node.runners.base import Invocation, JestShapedReporting
 
 
-class Vitest:
+class Vitest(JestShapedReporting):
     name = "vitest"
+    label = "Vitest"
 
     def takes(self, workspace: Path, package_dir: str) -> bool:
         return True
 
-    def results(self, doc: dict[str, Any], base: Path) -> JsResults:
-        return jest_results(doc, base, "the harness's Vitest reporter's message")
-
-    def argv(
-        self,
-        node: Path,
-        workspace: Path,
-        call: RunnerCall,
-        files: list[str] | None,
-        tools: Path,
-        package_dir: str,
-    ) -> list[str]:
-        entry, version = runner_entry(workspace, "vitest", package_dir)
-        reporter = tools / "vitest_reporter.mjs"
-        argv = [str(node), *call.node_flags, str(entry), "run", *call.flags,
+    def argv(self, inv: Invocation) -> list[str]:
+        entry, version = runner_entry(inv.workspace, "vitest", inv.package_dir)
+        reporter = inv.tools / "vitest_reporter.mjs"
+        argv = [str(inv.node), *inv.call.node_flags, str(entry), "run", *inv.call.flags,
                 "--reporter=default", f"--reporter={reporter}", "--coverage.enabled=false"]  # fmt: skip
         major = version.split(".", 1)[0]
         if major.isdigit() and int(major) >= 1:
             # Its results cache goes in node_modules/.vite, the environment's, read-only here:
             # the failed write fails the run. (0.x has no --no-cache and refuses it.)
             argv.append("--no-cache")
-        return argv + (files or call.paths)
+        return argv + inv.targets
