@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from swebounty.unittestids import canonical, match_unittest
+from swebounty.unittestids import canonical, left_out, match_unittest
 
 RECORDS: dict[str, dict[str, str | None]] = {
     "forms.tests.T.test_ok": {"status": "passed", "kind": "test", "doc": "Adds one."},
@@ -69,3 +69,17 @@ def test_tests_that_never_ran_say_why() -> None:
 def test_an_unknown_status_is_an_error_not_a_pass() -> None:
     records = {"m.C.test": {"status": "PASSED!", "kind": "test"}}
     assert match_unittest(["m.C.test"], records)["m.C.test"].status == "error"
+
+
+def test_the_members_a_docstring_id_left_out_are_named() -> None:
+    records: dict[str, dict[str, str | None]] = {
+        f"cache.tests.{c}.test_zero": {"status": s, "kind": "test", "doc": "Zero timeout."}
+        for c, s in (("LocMem", "passed"), ("File", "skipped"), ("PyLibMC", "skipped"))
+    }
+    records["m.C.test_one"] = {"status": "skipped", "kind": "test", "doc": "Alone."}
+    expected = ["Zero timeout.", "Alone.", "test_one (m.C)"]
+    assert left_out(expected, records) == {
+        "Zero timeout.": ["cache.tests.File.test_zero", "cache.tests.PyLibMC.test_zero"]
+    }  # one member alone, or a test named by its id: nothing left out
+    records["cache.tests.LocMem.test_zero"]["status"] = "failed"
+    assert left_out(expected, records) == {}  # not a pass: nothing to confirm

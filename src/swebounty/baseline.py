@@ -70,7 +70,7 @@ DEFAULT_POLICY: BaseFailures = "network"
 MAX_RECORD_BYTES = 16 << 20
 MAX_OUTPUT_BYTES = 32 << 20  # of the base run's console output, read for network evidence
 MAX_BASE_MESSAGE = 500  # of a test that does not pass at base: enough to say why
-RECORD_FORMAT = 3  # in the digest: records of an older format are not read
+RECORD_FORMAT = 4  # in the digest: records of an older format are not read
 
 
 class BaseContext(RunContext, Protocol):
@@ -115,6 +115,7 @@ class BaseRun:
     not pass, the part of its failure text (message, or its section of pytest's output) that
     says the network was unavailable (netfail.py); ids without such evidence are absent.
     `uncollected`: the test files or modules that could not be collected there, and why.
+    `skipped`: every test (and id) that skipped there (leftout.py reads it).
     """
 
     clean: bool
@@ -123,12 +124,14 @@ class BaseRun:
     outcomes: dict[str, tuple[str, str]] = field(default_factory=dict)
     network: dict[str, str] = field(default_factory=dict)
     uncollected: dict[str, str] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
 
     def to_json(self) -> str:
         outcomes = {k: list(v) for k, v in self.outcomes.items()}
         return json.dumps(
             {"clean": self.clean, "reason": self.reason, "env_key": self.env_key,
-             "outcomes": outcomes, "network": self.network, "uncollected": self.uncollected}
+             "outcomes": outcomes, "network": self.network, "uncollected": self.uncollected,
+             "skipped": self.skipped}
         )  # fmt: skip
 
     @classmethod
@@ -137,9 +140,9 @@ class BaseRun:
         outcomes = {str(k): (str(v[0]), str(v[1])) for k, v in raw["outcomes"].items()}
         network = {str(k): str(v) for k, v in raw["network"].items()}
         uncollected = {str(k): str(v) for k, v in raw["uncollected"].items()}
-        return cls(
-            bool(raw["clean"]), str(raw["reason"]), raw["env_key"], outcomes, network, uncollected
-        )
+        skipped = [str(k) for k in raw["skipped"]]
+        return cls(bool(raw["clean"]), str(raw["reason"]), raw["env_key"], outcomes, network,
+                   uncollected, skipped)  # fmt: skip
 
 
 def base_run(
@@ -253,6 +256,7 @@ def _read_base(task: Task, tr: TestRun, output_file: Path) -> BaseRun:
     reason = tr.error or tr.failure or tr.patch_error or tr.problem or ""
     base = BaseRun(clean=not reason, reason=reason, env_key=tr.env_key)
     base.uncollected = dict(tr.uncollected)
+    base.skipped = sorted(k for k, o in tr.outcomes.items() if o.status == "skipped")
     if reason:
         return base
     empty = Submission(instance_id=task.instance_id, model_patch="")

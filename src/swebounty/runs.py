@@ -26,6 +26,7 @@ from swebounty.completion import complete_env
 from swebounty.evalcontext import EvalContext
 from swebounty.frameworks import grade_run
 from swebounty.grading import grade
+from swebounty.leftout import confirm_left_out
 from swebounty.limitations import limitation
 from swebounty.needs import cannot_run, missing
 from swebounty.outcomes import swebench_instance_report
@@ -101,7 +102,8 @@ def evaluate_one(task: Task, submission: Submission, ctx: EvalContext, log_dir: 
         if submission.is_empty:
             remember_base(task, ctx, tr, log_dir)  # the very run a base run would make
         verdict = limitation(task, verdict, tr, ctx)
-        verdict = defect_at_base(task, excuse(task, verdict, tr, ctx), tr, ctx)
+        verdict = confirm_left_out(task, excuse(task, verdict, tr, ctx), tr, ctx)
+        verdict = defect_at_base(task, verdict, tr, ctx)
     return _finish(verdict, submission, ctx, log_dir, start)
 
 

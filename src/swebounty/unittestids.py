@@ -14,7 +14,8 @@ them:
   test method of a mixin in one class per backend: django's cache tests skip in the classes
   of backends not configured, `PyLibMCCache backend not configured`, here as in SWE-bench's
   images, while the id is PASS_TO_PASS); a failure or an error of any member still counts.
-  None is guessed from a near match.
+  `left_out` names the members so left out: a submission could make members skip, so each
+  must skip on the unpatched base too (leftout.py). None is guessed from a near match.
 A test that never ran is an `error` when its module failed to import or its class or module
 fixture failed, else `missing`.
 """
@@ -64,6 +65,25 @@ def match_unittest(
         else:
             results[test_id] = _never_ran(test_id, key, broken)
     return results
+
+
+def left_out(
+    expected: Iterable[str], records: Mapping[str, Mapping[str, str | None]]
+) -> dict[str, list[str]]:
+    """For each expected docstring id that passes by leaving out members that skipped: those
+    members' keys (`module.Class.method`)."""
+    tests = {k: r for k, r in records.items() if r.get("kind", "test") == "test"}
+    found: dict[str, list[str]] = {}
+    for test_id in expected:
+        key = canonical(test_id)
+        if key is not None and key in tests:
+            continue
+        members = {k: _outcome(r) for k, r in tests.items() if r.get("doc") == test_id}
+        if len(members) > 1 and _aggregate(members).status == "passed":
+            skipped = sorted(k for k, o in members.items() if o.status == "skipped")
+            if skipped:
+                found[test_id] = skipped
+    return found
 
 
 def outcomes_of(records: Mapping[str, Mapping[str, str | None]]) -> dict[str, TestOutcome]:

@@ -92,6 +92,9 @@ class TestRun:
     # Test files or modules whose tests could not be collected (they failed to import), and why.
     uncollected: dict[str, str] = field(default_factory=dict)
     limitation: str | None = None  # the harness cannot run this task's tests at all: why
+    # Expected ids that passed leaving out tests of theirs that skipped (a docstring id's
+    # members, unittestids.py): each must skip on the unpatched base too (leftout.py).
+    left_out: dict[str, list[str]] = field(default_factory=dict)
 
 
 class BaseTree:

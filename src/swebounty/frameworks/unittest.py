@@ -43,7 +43,7 @@ from swebounty.sandbox import Sandbox
 from swebounty.sandbox.base import Mount
 from swebounty.tasks import EnvSpec, Submission, Task
 from swebounty.testing import MESSAGE_CHARS, TestOutcome, test_files
-from swebounty.unittestids import canonical, match_unittest, outcomes_of
+from swebounty.unittestids import canonical, left_out, match_unittest, outcomes_of
 from swebounty.verdicts import Verdict
 
 MAX_TEST_FILE = 8 << 20  # a hidden test module larger than this is not pinned (genuine.py)
@@ -261,6 +261,7 @@ def read_records(
     result.exit_code = guard.exitstatus
     expected = task.FAIL_TO_PASS + task.PASS_TO_PASS
     result.outcomes = {**outcomes_of(guard.tests), **match_unittest(expected, guard.tests)}
+    result.left_out = left_out(expected, guard.tests)
     result.uncollected = uncollected(labels, guard.tests)
     if result.timed_out:
         return timeout
