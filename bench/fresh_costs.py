@@ -3,9 +3,11 @@
     python bench/fresh_costs.py TASKS.funnel.json [--cache-dir CACHE] [--json out.json]
 
 Prints, per repository and overall: candidates validated, valid tasks, CPU-seconds and wall
-seconds in total, per candidate and per valid task, distinct environments; with --cache-dir,
-the environments' size on disk. CPU-seconds per candidate are exact for a run with --workers 1
-and an upper bound with more (collect/costs.py); the run's own total (`last_run`) is exact.
+seconds in total, per candidate and per valid task, distinct environments, and how many
+candidates' CPU-seconds miss their sandboxed tests (recorded before they were measured: too
+low); with --cache-dir, the environments' size on disk. CPU-seconds per candidate are exact
+for a run with --workers 1 and an upper bound with more (collect/costs.py); the run's own total
+(`last_run`) is exact.
 """
 
 from __future__ import annotations
@@ -40,6 +42,9 @@ def rows(funnel: dict[str, Any]) -> list[dict[str, Any]]:
                 "wall_per_candidate": c["wall_seconds_per_candidate"],
                 "cpu_per_valid": c["cpu_seconds_per_valid"],
                 "environments": c["environments"],
+                # candidates whose CPU-seconds miss their sandboxed tests (recorded before
+                # 24fec32, or without a cgroup): their CPU figures are too low
+                "cpu_incomplete": c.get("cpu_incomplete"),
             }
         )
     return out
@@ -54,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     funnel = json.loads(args.funnel.read_text(encoding="utf-8"))
     table = Table(title=f"fresh collection costs ({args.funnel})")
     for col in ("repository", "validated", "valid", "CPU-s", "wall-s", "CPU-s/cand",
-                "wall-s/cand", "CPU-s/valid", "envs"):  # fmt: skip
+                "wall-s/cand", "CPU-s/valid", "envs", "CPU incomplete"):  # fmt: skip
         table.add_column(col, justify="left" if col == "repository" else "right")
     result = rows(funnel)
     for r in result:
@@ -63,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         table.add_row(
             r["repo"], str(r["validated"]), str(r["valid"]), _n(r["cpu_seconds"]),
             _n(r["wall_seconds"]), _n(r["cpu_per_candidate"], 1), _n(r["wall_per_candidate"], 1),
-            _n(r["cpu_per_valid"], 1), str(r["environments"]),
+            _n(r["cpu_per_valid"], 1), str(r["environments"]), _n(r["cpu_incomplete"]),
         )  # fmt: skip
     console = Console()
     console.print(table)

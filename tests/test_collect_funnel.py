@@ -122,6 +122,7 @@ def test_the_costs_bench_prints_and_writes_the_costs(tmp_path: Path) -> None:
     overall = data["rows"][-1]
     assert overall["repo"] == "overall" and overall["validated"] == 6
     assert overall["cpu_per_candidate"] == 10.0 and overall["cpu_per_valid"] == 30.0
+    assert overall["cpu_incomplete"] == 5
     assert data["env_cache_bytes"] >= 10_000
 
 
