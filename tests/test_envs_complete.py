@@ -16,7 +16,7 @@ from fake_index import fake_uv, spec
 from repo_helpers import git_repo
 from swebounty import completion
 from swebounty.envs import DepSet, EnvManager
-from swebounty.envs.complete import marker_reasons, wanted_modules
+from swebounty.envs.complete import distribution, marker_reasons, wanted_modules
 from swebounty.tasks import Task
 from swebounty.testing import TestOutcome
 from swebounty.testrun import TestRun
@@ -41,6 +41,27 @@ def test_skip_reasons_name_the_modules_the_environment_lacks(tmp_path: Path) -> 
     ]
     found = wanted_modules(reasons, site, {"xarray"})
     assert found == ["dask", "cftime", "scipy", "pandas"]
+    # A module named otherwise than its distribution: toolz ships `tlz` (dask's import).
+    assert wanted_modules(["No module named 'tlz'"], site, set()) == ["tlz"]
+    assert distribution("tlz") == "toolz"
+
+
+def test_completion_goes_on_while_the_base_names_what_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """dask added for `requires dask`, the tests then fail on `No module named 'tlz'`: a
+    second round adds toolz (xarray-4094). Bounded, and it stops when nothing is added."""
+    answers = [True, True, False]
+    monkeypatch.setattr(completion, "complete_env", lambda *a, **k: answers.pop(0))
+    runs = iter([_run("after dask"), _run("after toolz")])
+    ctx: Any = SimpleNamespace()
+    tr = completion.completed_run(_task(), _run("first"), ctx, lambda: next(runs), is_base=False)
+    assert tr.outcomes["tests/test_a.py::test_a"].message == "after toolz"
+    assert answers == []  # asked a third time, which added nothing
+    monkeypatch.setattr(completion, "complete_env", lambda *a, **k: True)
+    count = iter(range(100))
+    completion.completed_run(_task(), _run("x"), ctx, lambda: _run(str(next(count))), is_base=True)
+    assert next(count) == completion.ROUNDS  # never more test runs than ROUNDS
 
 
 def _env_repo(tmp_path: Path) -> Path:

@@ -12,6 +12,7 @@ store's history).
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import time
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Protocol
 
 from swebounty.baseline import attribute, defect_at_base, excuse, remember_base
-from swebounty.completion import complete_env
+from swebounty.completion import completed_run
 from swebounty.evalcontext import EvalContext
 from swebounty.frameworks import grade_run
 from swebounty.grading import grade
@@ -82,9 +83,9 @@ def evaluate_one(task: Task, submission: Submission, ctx: EvalContext, log_dir: 
         verdict = grade(task, submission, outcomes=None, exit_code=None, patch_method=None)
     else:
         tr = run_tests(task, submission.model_patch or "", ctx, log_dir)
-        if complete_env(task, tr, ctx, is_base=submission.is_empty):
-            # The base skips expected tests for want of a package the environment now has.
-            tr = run_tests(task, submission.model_patch or "", ctx, log_dir)
+        # The base skips expected tests for want of a package the environment then gets.
+        rerun = functools.partial(run_tests, task, submission.model_patch or "", ctx, log_dir)
+        tr = completed_run(task, tr, ctx, rerun, is_base=submission.is_empty)
         attribute(task, submission.model_patch or "", ctx, tr, log_dir)
         verdict = grade_run(task, submission, tr)
         verdict.env_key = tr.env_key

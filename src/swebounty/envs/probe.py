@@ -49,6 +49,7 @@ IMPORT_NAMES = {
     "jwt": "PyJWT",
     "google.protobuf": "protobuf",
     "mpl_toolkits": "matplotlib",
+    "tlz": "toolz",  # toolz ships `tlz` (cytoolz if installed, else toolz) since 0.10
     "IPython": "ipython",
     "sortedcontainers": "sortedcontainers",
     "Bio": "biopython",
