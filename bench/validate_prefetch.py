@@ -4,9 +4,9 @@
         --out DIR [--workers 1] [--json out.json]
 
 Validates the same candidates twice, each time with an empty environment cache of its own
-(as for repositories never met before): first with `--prefetch-envs 1`, then with 0. uv's own
-download cache is shared, so the second run finds the downloads the first made: the comparison
-favours the run without prefetching. Prints wall and CPU seconds per candidate for both (CPU
+(as for repositories never met before): first with `--prefetch-envs 1`, then with 0 (or the
+other way round, `--without-first`). uv's own download cache is shared, so the second run finds
+the downloads the first made: the order favours the second. Prints wall and CPU seconds per candidate for both (CPU
 from the funnel's `last_run`, the whole process and every program it ran, sandboxed tests
 included) and checks that both runs decided every candidate the same way (same FAIL_TO_PASS and
 PASS_TO_PASS, same rejection stages).
@@ -71,6 +71,10 @@ def main() -> None:
     parser.add_argument("--repos-dir", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True, help="a new folder for both runs")
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument(
+        "--without-first", action="store_true", help="run without prefetching first (the order "
+        "favours the second run: it finds uv's downloads)",
+    )  # fmt: skip
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     wanted = args.ids.split(",")
@@ -85,7 +89,8 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=False)
     picked = args.out / "candidates.jsonl"
     picked.write_text("".join(lines[i] + "\n" for i in wanted))
-    results = [one(picked, args.out / f"prefetch-{p}", p, args) for p in (1, 0)]
+    order = (0, 1) if args.without_first else (1, 0)
+    results = [one(picked, args.out / f"prefetch-{p}", p, args) for p in order]
     same = results[0]["decisions"] == results[1]["decisions"]
     table = Table(title=f"validate, {len(wanted)} candidates, --workers {args.workers}")
     for col in ("prefetch", "valid", "wall s", "CPU s", "wall s/cand.", "CPU s/cand."):

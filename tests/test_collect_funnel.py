@@ -97,6 +97,7 @@ def test_funnel_command_prints_the_tables_and_writes_json(tmp_path: Path) -> Non
     assert result.exit_code == 0, result.output
     assert "a/one" in result.output and "resolution" in result.output
     assert "c/gone" in result.output and "failed: clone missing" in result.output
+    assert "5 of them without their sandboxed tests' CPU" in result.output
     assert json.loads(out.read_text())["overall"]["valid"] == 2
     missing = CliRunner().invoke(app, ["funnel", str(tmp_path / "none.jsonl")])
     assert missing.exit_code != 0 and "run `swebounty collect` first" in missing.output

@@ -79,6 +79,11 @@ def print_funnel(funnel: dict[str, Any]) -> None:
             f"{costs['environments']} environments",
             highlight=False,
         )
+        if costs.get("cpu_incomplete"):
+            out.print(
+                f"[yellow]{costs['cpu_incomplete']} of them without their sandboxed tests' CPU "
+                "time (recorded before it was measured, or without a cgroup): too low[/]"
+            )
 
 
 def _num(value: float | None) -> str:
