@@ -89,9 +89,10 @@ def _local(
     prefetch: int,
     warm: Warm | None,
 ) -> None:
-    """`todo` on a thread pool of this process. Interrupted (Ctrl-C), it stops at once: no
-    queued candidate starts, the running ones' sandboxes are ended and nothing more is
-    recorded, so what they were doing is redone by the next run."""
+    """`todo` on a thread pool of this process. Interrupted (Ctrl-C), it stops: no queued
+    candidate starts, the running ones' sandboxes are ended and nothing more is recorded, so
+    what they were doing is redone by the next run. An environment build under way goes on to
+    its end before the process exits (its steps do not look at the interruption)."""
     cancelled = getattr(ctx, "cancelled", None)  # a test's stand-in may have none
     ahead: Prefetch | None = None
     if prefetch > 0 and todo:
