@@ -97,6 +97,59 @@ def test_a_dated_dev_version_and_a_marker_keyed_extra_build(
     assert "1 passed" in run_tests(manager, env, ws, tmp_path / "scratch")
 
 
+# ----------------------------------------------------------------------- version asked at import
+
+SCM_AT_IMPORT = {
+    "pyproject.toml": """
+        [build-system]
+        requires = ["setuptools>=61", "setuptools_scm>=6.2"]
+        build-backend = "setuptools.build_meta"
+
+        [project]
+        name = "swebounty-scm-at-import"
+        dynamic = ["version"]
+        requires-python = ">=3.8"
+        dependencies = ["setuptools_scm"]
+
+        [project.optional-dependencies]
+        test = ["pytest"]
+
+        [tool.setuptools.packages.find]
+        include = ["scmimport"]
+
+        [tool.setuptools_scm]
+        """,
+    # astropy's _dev/scm_version.py: a development checkout asks git, at import.
+    "scmimport/__init__.py": """
+        try:
+            from setuptools_scm import get_version
+            version = get_version(root="..", relative_to=__file__)
+        except Exception:
+            version = "0.0.0"
+        """,
+    "tests/test_version.py": """
+        import scmimport
+
+        def test_release():
+            assert scmimport.version == "1.4.0", scmimport.version
+        """,
+}
+
+
+@pytest.mark.network
+def test_a_project_that_asks_git_its_version_at_import_sees_the_release(
+    tmp_path: Path, index_reachable: None
+) -> None:
+    """The workspace's one untagged commit made astropy 5.0 say 0.1.dev1 at import, and
+    pytest-astropy-header took it for astropy 2 (every test of astropy-12907 erred)."""
+    ws = git_repo(tmp_path / "ws", SCM_AT_IMPORT)
+    manager = EnvManager(tmp_path / "cache")
+    task = Task(instance_id="scm-1", repo="test/scm", base_commit="HEAD", version="1.4.0")
+    env = manager.ensure(manager.spec_for(task, ws, datetime(2024, 6, 1, tzinfo=UTC)), ws)
+    assert env.project is not None and env.project.version_env, env.why
+    assert "1 passed" in run_tests(manager, env, ws, tmp_path / "scratch")
+
+
 # ----------------------------------------------------------------------------- 2019: deleted
 
 

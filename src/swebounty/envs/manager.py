@@ -204,6 +204,11 @@ class EnvManager:
             "PIP_DISABLE_PIP_VERSION_CHECK": "1",
             "PIP_NO_INPUT": "1",
             "MPLBACKEND": "Agg",  # old matplotlib defaults to a GUI backend and fails headless
+            # The tests see the release the environment was resolved against, as the install
+            # does: a project that asks git for its version at import (astropy's
+            # _dev/scm_version.py) got 0.1.dev1 from the workspace's one untagged commit, and
+            # pytest-astropy-header then imported astropy 2's plugins (every test erred).
+            **(project.version_env if project else {}),
             **env.spec.env,
         }
         return TaskEnv(
