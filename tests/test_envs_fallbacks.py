@@ -41,6 +41,11 @@ if args[:2] == ["pip", "compile"]:
                          "Because numpy==1.17.3 has no usable wheels ...\\nhint: Wheels are "
                          "required for `numpy` because building from source is disabled\\n")
         sys.exit(1)
+    if "fulldisk" in text and not os.path.exists({calls!r} + ".full"):  # once
+        open({calls!r} + ".full", "w").close()
+        sys.stderr.write("error: Failed to download `fulldisk==1.0`\\n  Caused by: failed to "
+                         "write to file: No space left on device (os error 28)\\n")
+        sys.exit(1)
     if "brokenpkg" in text:
         sys.stderr.write("  x Failed to build `brokenpkg==0.1`\\n  |-> The build backend "
                          "returned an error\\n")
@@ -127,6 +132,20 @@ def test_numpy_is_never_built_from_source_while_an_older_python_remains(
     wheels_only = [c for c in compiled if "--only-binary" in c]
     assert wheels_only and all(c[c.index("--only-binary") + 1] == "numpy" for c in wheels_only)
     assert "--only-binary" not in compiled[-1]  # the oldest Python may build it
+
+
+def test_a_full_disk_is_not_remembered_as_the_spec_s_failure(tmp_path: Path) -> None:
+    """A download that failed on a full disk (`other`) was remembered for the spec, so the
+    environment stayed unbuilt after the disk was freed (astropy-14182)."""
+    ws = git_repo(tmp_path / "ws", {"README": "x\n"})
+    spec = spec_with_plans([DepSet(label="tests", lines=["fulldisk", "six"])])
+    manager = EnvManager(tmp_path / "cache", uv_bin=fake_uv(tmp_path), offline=True)
+    with pytest.raises(EnvBuildError) as info:
+        manager.ensure(spec, ws)
+    assert info.value.kind == "disk"
+    assert "the disk was full during resolve dependencies" in str(info.value)
+    again = EnvManager(tmp_path / "cache", uv_bin=fake_uv(tmp_path), offline=True)
+    assert "six==1.16.0" in again.ensure(spec, ws).lock  # built now, not the remembered error
 
 
 def test_a_package_missing_a_system_library_is_dropped_without_trying_older_pythons(

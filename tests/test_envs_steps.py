@@ -47,6 +47,7 @@ UV_PYTHON = """  cause: Because the current Python version (3.11.7) does not sat
         ),
         (UV_PYTHON, "python"),
         ("error sending request for url", "network"),
+        ("  x Failed to build `x==1`\n  No space left on device (os error 28)", "disk"),
         ("boom", "other"),
     ],
 )

@@ -271,7 +271,7 @@ class Builder:
             + "\nHow it was chosen, and what was tried:\n  "
             + "\n  ".join(why[-16:])
         )
-        if last.kind != "network":
+        if last.kind not in ("network", "disk"):  # the machine, not the spec
             write_json(
                 sdir / FAILED,
                 {

@@ -12,6 +12,7 @@ Classes decide what the builder tries next, and what someone fixing it should do
   name (`.tar.bz2`, `.tgz`: "non-PEP 625-compliant"); not a conflict, so no pin helps: an
   older interpreter (wheels of its time) or a plan without the package may;
 - `network`: the package index was unreachable (never remembered as a failure);
+- `disk`: the disk filled up (never remembered: it says nothing about the spec);
 - `timeout`: a step ran out of time; `other`: anything else.
 """
 
@@ -23,7 +24,7 @@ from typing import Literal
 from packaging.utils import canonicalize_name
 
 FailureKind = Literal[
-    "build", "system", "python", "resolve", "yanked", "sdist", "network", "timeout", "other"
+    "build", "system", "python", "resolve", "yanked", "sdist", "network", "disk", "timeout", "other"
 ]
 
 _BUILD = re.compile(
@@ -62,6 +63,8 @@ _SETUP_ERROR = re.compile(r"^\s*(?:error|ERROR|\w*Error): .+$", re.M)
 
 
 def classify(output: str) -> FailureKind:
+    if "No space left on device" in output:  # whatever else failed with it (a build, a download)
+        return "disk"
     if _YANKED.search(output):
         return "yanked"
     if _SDIST.search(output):
@@ -158,6 +161,8 @@ class StepFailed(Exception):
             return f"the package index was unreachable during {self.step}"
         if self.kind == "timeout":
             return f"{self.step} ran out of time"
+        if self.kind == "disk":
+            return f"the disk was full during {self.step}"
         return f"{self.step} failed{_detail(self.output)}"
 
 
@@ -221,6 +226,8 @@ def advice(kind: str) -> str:
         "override (overrides.toml) whose plan leaves the package out.",
         "network": "The package index was unreachable. Check the network, or run with a warm "
         "uv cache and --offline.",
+        "disk": "The disk filled up: free space (swebounty's cache, uv's cache, temporary "
+        "files) and run again; a full disk is not remembered as the spec's failure.",
         "timeout": "A build step ran out of time: the machine may be overloaded, or a package "
         "compiles for too long; retry, or add an override with a pin that has wheels.",
     }.get(kind, "See the build log above.")

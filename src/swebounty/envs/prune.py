@@ -113,5 +113,5 @@ def resolves_alone(
             constraints=constraints,
         )
     except StepFailed as exc:
-        return exc.kind in ("network", "timeout")
+        return exc.kind in ("network", "disk", "timeout")
     return True
