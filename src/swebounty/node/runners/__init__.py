@@ -29,7 +29,8 @@ from swebounty.node.runners.vitest import Vitest
 from swebounty.node.tools import published
 
 _TOOLS = ("channel.js", "assertions.js", "mocha_launcher.js", "jasmine_launcher.js",
-          "node_test_reporter.mjs", "nodetest_guard.js", "jest_guard.js", "jest_reporter.js", "vitest_reporter.mjs")  # fmt: skip
+          "node_test_reporter.mjs", "nodetest_guard.js", "jest_guard.js", "jest_reporter.js",
+          "vitest_reporter.mjs", "vitest_guard.mjs")  # fmt: skip
 
 
 class JsRunner(Protocol):

@@ -1,7 +1,9 @@
 """Vitest: the project's own vitest and command line, with the harness's reporter
 (`vitest_reporter.mjs`) beside the default one. The reporter runs in Vitest's main process,
 loaded before any test runs (the tests run in workers), and sends the results signed through
-the result channel in the shape of Jest's `--json` report (read by `results.jest_results`)."""
+the result channel in the shape of Jest's `--json` report (read by `results.jest_results`);
+it adds the harness's guard (`vitest_guard.mjs`) as the last setup file, which fails a test
+file whose tests' assertion machinery the code under test replaced: sent as tampering."""
 
 from __future__ import annotations
 

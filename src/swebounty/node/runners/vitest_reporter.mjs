@@ -2,10 +2,16 @@
 // main process, loaded before any test runs (the tests run in workers), takes the result
 // channel when it loads (channel.js), and sends every test file's results when the run ends,
 // signed, in the shape of Jest's `--json` report. Only the first reporter built gets the
-// channel: another spoils it.
+// channel: another spoils it. As Vitest starts it adds the harness's guard (vitest_guard.mjs)
+// as the last setup file of every project: a test file whose assertion machinery the code
+// under test replaced fails with the guard's message, sent as tampering.
 import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
 
-const channel = createRequire(import.meta.url)('./channel.js');
+const require = createRequire(import.meta.url);
+const channel = require('./channel.js');
+const { TAMPERED } = require('./assertions.js');
+const GUARD = fileURLToPath(new URL('./vitest_guard.mjs', import.meta.url));
 let send = channel.take();
 let built = false;
 
@@ -43,6 +49,14 @@ export default class SwebountyReporter {
     send = null;
   }
 
+  onInit(ctx) {
+    for (const project of (ctx && ctx.projects) || [ctx]) {
+      const config = project && project.config;
+      if (config && Array.isArray(config.setupFiles)) config.setupFiles.push(GUARD);
+      else if (config) config.setupFiles = [...(config.setupFiles ? [config.setupFiles] : []), GUARD];
+    }
+  }
+
   onFinished(files, errors) {
     const own = this.send;
     this.send = null;
@@ -57,6 +71,13 @@ export default class SwebountyReporter {
     });
     const outside = (errors || []).map((e) => String((e && (e.stack || e.message)) || e).slice(0, 4000));
     if (outside.length) suites.push({ name: '', status: 'failed', message: outside.join('\n'), assertionResults: [] });
-    own({ testResults: suites });
+    const tampered = [];
+    for (const file of files || []) {
+      for (const said of messages(file.result)) {
+        const at = said.indexOf(TAMPERED);
+        if (at >= 0) tampered.push(`${said.slice(at, at + 1000).split('\n')[0]} (${file.filepath || file.name})`);
+      }
+    }
+    own({ testResults: suites, tampered });
   }
 }
