@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from swebounty.node.evaluate import is_js_test_file, js_test_files, restore_test_config
 from swebounty.node.grading import grade_node, node_hack_flags
+from swebounty.node.testfiles import is_js_test_file, js_test_files, restore_test_config
 from swebounty.tasks import Submission, Task
 from swebounty.testing import TestOutcome
 from swebounty.testrun import TestRun as Run
@@ -49,7 +49,7 @@ def test_runner_configuration_is_the_base_commits(tmp_path: Path) -> None:
 
 
 def test_a_workspace_package_s_runner_configuration_is_the_base_commits(tmp_path: Path) -> None:
-    from swebounty.node.evaluate import base_packages
+    from swebounty.node.testfiles import base_packages
 
     base = {"name": "app", "jest": {"testEnvironment": "node"}}
     pkg = tmp_path / "packages/app/package.json"

@@ -37,7 +37,7 @@ class Node:
         return task.ecosystem == "node"
 
     def test_files(self, task: Task) -> list[str]:
-        from swebounty.node.evaluate import js_test_files
+        from swebounty.node.testfiles import js_test_files
 
         return js_test_files(task.test_patch)
 

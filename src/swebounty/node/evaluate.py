@@ -3,9 +3,9 @@
 The same steps as the Python frameworks' (frameworks/python.py): the submission's patch first,
 then every file of the hidden test patch reset and the test patch applied; the test runner's
 configuration (jest/vitest/mocha config files, the `jest`/`mocha` keys of package.json) put
-back as at the base commit; tests run in the sandbox with no network, their results sent
-signed through the result channel (runners/) or, for Jest before 21, written to a directory
-outside the workspace (writable by the run: see frameworks/node.py).
+back as at the base commit (testfiles.py); tests run in the sandbox with no network, their
+results sent signed through the result channel (runners/) or, for Jest before 21, written to a
+directory outside the workspace (writable by the run: see frameworks/node.py).
 `prepare_node` is what the Node frameworks share; `run_node_tests` runs the project's runner
 (frameworks/node.py), `e2e.py` the app and the browser tests (frameworks/e2e.py).
 """
@@ -22,7 +22,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from swebounty import safefs
-from swebounty.diffs import PatchError, files_in_patch, parse_patch
+from swebounty.diffs import PatchError, files_in_patch
 from swebounty.envs.node_build import NodeBuildError, NodeEnvironment
 from swebounty.envs.node_manager import NodeEnvs, NodeTaskEnv
 from swebounty.envs.node_project import NodeProject
@@ -41,6 +41,7 @@ from swebounty.node.results import (
 from swebounty.node.runner import RunnerError
 from swebounty.node.runners import tools_dir
 from swebounty.node.selection import files_to_run
+from swebounty.node.testfiles import base_packages, js_test_files, restore_test_config
 from swebounty.patches import apply_patch, reset_files
 from swebounty.pytest_guard import new_key
 from swebounty.repos import commit_date, make_workspace
@@ -56,17 +57,6 @@ log = logging.getLogger(__name__)
 EvalContext = Any
 TestRun = Any
 
-JS_SOURCE = re.compile(r"\.(?:[cm]?[jt]sx?|vue|svelte)$")
-_TEST_NAME = re.compile(r"\.(test|tests|spec|e2e)\.[cm]?[jt]sx?$")
-_TEST_DIRS = {"test", "tests", "__tests__", "spec", "specs", "e2e"}
-_HELPER_DIRS = {"fixtures", "fixture", "__fixtures__", "support", "helpers", "__mocks__", "utils"}
-# Files that decide how tests run and report: the base commit's version is used.
-TEST_CONFIG = re.compile(
-    r"(^|/)(jest|vitest|vite|playwright)\.config\.[cm]?[jt]s$|(^|/)\.mocharc(\.[\w]+)?$"
-    r"|(^|/)test/mocha\.opts$|(^|/)jest\.setup\.[cm]?[jt]s$|(^|/)karma\.conf\.[cm]?js$"
-)
-_PACKAGE_TEST_KEYS = ("jest", "mocha", "vitest", "ava", "c8", "nyc")
-
 _ERROR_LINE = re.compile(r"^(\w+(Error|Exception)|Error|error|ERR!?)\b.*:")
 _NOISE = re.compile(r"^(at |\^+$|Node\.js v\d|-+$|npm (ERR|error)!?\s*$)")
 
@@ -79,69 +69,6 @@ def node_envs(ctx: EvalContext) -> NodeEnvs:
     if root not in _node_envs:
         _node_envs[root] = NodeEnvs(root, offline=ctx.envs.offline)
     return _node_envs[root]
-
-
-def is_js_test_file(path: str) -> bool:
-    parts = PurePosixPath(path).parts
-    if not JS_SOURCE.search(path) or _HELPER_DIRS & set(parts[:-1]):
-        return False
-    return bool(_TEST_NAME.search(parts[-1])) or bool(_TEST_DIRS & set(parts[:-1]))
-
-
-def js_test_files(test_patch: str) -> list[str]:
-    """The JS/TS test files the test patch adds or changes (not deletes), in patch order."""
-    files: list[str] = []
-    for diff in parse_patch(test_patch):
-        if diff.target and is_js_test_file(diff.target) and diff.target not in files:
-            files.append(diff.target)
-    return files
-
-
-def restore_test_config(
-    workspace: Path, base_packages: str | dict[str, str] | None, touched: list[str]
-) -> list[str]:
-    """Put the runner's configuration back as at the base commit; return what was restored.
-    `base_packages`: the base commit's package.json files (path -> text; a str is the root's),
-    whose test keys (`jest`, `mocha`, ...) the patch may not change: a monorepo's packages
-    keep theirs in their own package.json."""
-    restored = [p for p in touched if TEST_CONFIG.search(p)]
-    reset_files(workspace, restored)
-    bases = {"package.json": base_packages} if isinstance(base_packages, str) else base_packages
-    for rel, base_text in (bases or {}).items():
-        # The patched package.json may be a link (to /proc/kmsg...): read it link-free, bounded.
-        data = safefs.read_beneath(workspace, rel, 16 << 20)
-        if rel not in touched or data is None:
-            continue
-        try:
-            base = json.loads(base_text)
-            now = json.loads(data.decode("utf-8"))
-        except ValueError:
-            continue
-        if not isinstance(base, dict) or not isinstance(now, dict):
-            continue
-        changed = False
-        for key in _PACKAGE_TEST_KEYS:
-            if base.get(key) != now.get(key):
-                changed = True
-                if key in base:
-                    now[key] = base[key]
-                else:
-                    now.pop(key, None)
-        if changed:
-            safefs.write_beneath(workspace, rel, (json.dumps(now, indent=2) + "\n").encode())
-            restored.append(f"{rel} (test keys)")
-    return restored
-
-
-def base_packages(workspace: Path, touched: list[str]) -> dict[str, str]:
-    """The base commit's text of every package.json among `touched` (read before patching)."""
-    found: dict[str, str] = {}
-    for rel in touched:
-        if rel == "package.json" or rel.endswith("/package.json"):
-            data = safefs.read_beneath(workspace, rel, 16 << 20)
-            if data is not None:
-                found[rel] = data.decode("utf-8", errors="replace")
-    return found
 
 
 def _workspace_env(

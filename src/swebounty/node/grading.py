@@ -19,7 +19,7 @@ from swebounty.grading import (
     empty_never_resolves,
     is_empty,
 )
-from swebounty.node.evaluate import TEST_CONFIG, is_js_test_file, js_test_files
+from swebounty.node.testfiles import TEST_CONFIG, is_js_test_file, js_test_files
 from swebounty.tasks import Submission, Task
 from swebounty.verdicts import TestResult, Verdict
 
