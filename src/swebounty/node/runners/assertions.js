@@ -15,14 +15,14 @@
 'use strict';
 
 var MATCHERS = typeof Symbol === 'function' ? Symbol.for('$$jest-matchers-object') : null;
+// Intrinsics the matchers' equality decides with that tests have no cause to spy on (a spy
+// left on JSON.stringify or Array.prototype.includes by a test would read as tampering).
 var INTRINSICS = {
   Object: ['is', 'keys', 'getOwnPropertyNames', 'getOwnPropertySymbols', 'getPrototypeOf'],
-  'Object.prototype': ['hasOwnProperty', 'toString', 'valueOf'],
+  'Object.prototype': ['hasOwnProperty'],
   Array: ['isArray'],
-  'Array.prototype': ['every', 'some', 'indexOf', 'includes'],
   'Function.prototype': ['call', 'apply', 'bind'],
-  Reflect: ['ownKeys'],
-  JSON: ['stringify']
+  Reflect: ['ownKeys']
 };
 var getOwn = Object.getOwnPropertyDescriptor;
 var ownNames = Object.getOwnPropertyNames;
