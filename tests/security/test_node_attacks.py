@@ -144,6 +144,13 @@ const realExpect = expect;
 global.expect = (v) => new Proxy(realExpect(v), {get: () => () => undefined});
 Object.assign(global.expect, realExpect);
 """
+# ... a matcher swapped for each test's run alone (between its hooks, restored after) ...
+JEST_SWAP_IN_HOOKS = r"""
+const registry = () => global[Symbol.for('$$jest-matchers-object')].matchers;
+let saved;
+beforeEach(() => { saved = registry().toBe; registry().toBe = () => ({pass: true, message: () => ''}); });
+afterEach(() => { registry().toBe = saved; });
+"""
 # ... and the intrinsic `toBe` decides with.
 JEST_OBJECT_IS = "Object.is = () => true;\n"
 
@@ -273,6 +280,7 @@ ATTACKS: dict[str, tuple[str, str, frozenset[str]]] = {
     "jest-extend-matcher": ("jest", JEST_EXTEND, TAMPERS),
     "jest-swap-expect": ("jest", JEST_SWAP_EXPECT, TAMPERS),
     "jest-object-is": ("jest", JEST_OBJECT_IS, TAMPERS),
+    "jest-swap-in-hooks": ("jest", JEST_SWAP_IN_HOOKS, TAMPERS),
     "chai-plugin-overwrites": ("chai", CHAI_PLUGIN, TAMPERS),
     "jasmine-expectation": ("jasmine", JASMINE_TO_BE, TAMPERS),
     "nodetest-swallow-assert": ("nodetest", SWALLOW_ASSERT, TAMPERS),

@@ -3,7 +3,8 @@
 // framework adapter (jest-circus's; jest-jasmine2's before Jest 27), which every test file
 // runs through: just before the test file loads (its environment, `expect` and the project's
 // setup files are ready) it records the assertion machinery of the file's realm
-// (assertions.js), and checks it again as each test ends and when the file's tests have run.
+// (assertions.js), and checks it again around each test's own function, as each test ends and
+// when the file's tests have run.
 // Anything replaced fails the whole file with a message that starts `assertions.TAMPERED`,
 // which the harness's reporter (jest_reporter.js) sends as tampering.
 // Plain CommonJS without newer syntax: it runs on the Node line of each task's era.
@@ -16,6 +17,7 @@ var then = Promise.prototype.then;
 var resolved = Promise.resolve;
 var apply = Reflect.apply;
 var ADAPTER = /[\\/](jest-circus[\\/]build[\\/]legacy-code-todo-rewrite[\\/]jestAdapter|jest-jasmine2[\\/]build[\\/]index)\.js$/;
+var CHECKPOINTS = { test_fn_start: true, test_fn_success: true, test_fn_failure: true, test_done: true };
 var guarded = typeof WeakSet === 'function' ? new WeakSet() : null;
 
 function guard(adapter) {
@@ -38,10 +40,11 @@ function guard(adapter) {
       };
     });
     if (environment) {
-      // jest-circus tells the environment of every event: a test's end is a moment to look.
+      // jest-circus tells the environment of every event: it looks as each test's own function
+      // starts and ends (between the test's hooks, which may swap and restore) and at its end.
       var handle = environment.handleTestEvent;
       environment.handleTestEvent = function (event) {
-        if (event && event.name === 'test_done') check();
+        if (event && CHECKPOINTS[event.name]) check();
         return typeof handle === 'function' ? apply(handle, this, arguments) : undefined;
       };
     }
