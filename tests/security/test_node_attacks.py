@@ -236,9 +236,12 @@ def _vitest_base() -> dict[str, str]:
 HIDDEN_MOCHA = {"test/add.test.js": "const assert = require('assert');\n"
                 "const {add} = require('../lib/add');\n"
                 "describe('add', () => { it('adds', () => assert.strictEqual(add(2, 3), 5)); });\n"}  # fmt: skip
+# The test's own custom matcher (new to `expect`, not a replacement) is no tampering.
 HIDDEN_JEST = {"test/add.test.js": "const {add} = require('../lib/add');\n"
+               "expect.extend({toBeWithin: (x, a, b) => ({pass: a <= x && x <= b,"
+               " message: () => 'out of range'})});\n"
                "describe('add', () => { it('adds', () => expect(add(2, 3)).toBe(5)); });\n"
-               "describe('other', () => { it('holds', () => {}); });\n"}  # fmt: skip
+               "describe('other', () => { it('holds', () => expect(3).toBeWithin(1, 5)); });\n"}  # fmt: skip
 
 HIDDEN_CHAI = {"test/add.test.js": "const {expect} = require('chai');\n"
                "const {add} = require('../lib/add');\n"
