@@ -10,6 +10,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -270,6 +271,20 @@ def test_records_say_whether_the_endpoint_or_the_proxy_answered(tmp_path: Path) 
             assert conn.recv(65536).split(b" ", 2)[1] == b"502"
         assert len(fake.chat_requests) == 1
         assert model_down(proxy.requests) is None
+        # One that hangs up before the answer: still recorded (else the endpoint's 503 would
+        # be the last word again, and the agent's own failure an infra error).
+        proxy.requests.append({"type": "model_request", "method": "POST",
+                               "path": "/v1/chat/completions", "status": 503})  # fmt: skip
+        for _ in range(20):
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+                conn.connect(str(sock))
+                conn.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                             b"Content-Length: many\r\n\r\n")  # fmt: skip
+            deadline = time.monotonic() + 5
+            while proxy.requests[-1].get("status") == 503 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert proxy.requests[-1]["status"] == 502
+            assert model_down(proxy.requests) is None
     dead = tmp_path / "dead.sock"
     with ModelProxy(dead, "http://127.0.0.1:9/v1") as proxy, _client(dead) as client:
         assert client.post("http://sandbox/v1/chat/completions", json={}).status_code == 502

@@ -21,6 +21,7 @@ length with a work directory and a task's name below it does not fit.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -90,6 +91,7 @@ class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.0"  # one request per connection; the answer ends at close
+    before_answer: Callable[[int], None] | None = None  # ModelProxy.handle's record keeper
 
     def address_string(self) -> str:
         return "sandbox"
@@ -177,6 +179,21 @@ class ModelProxy:
         if req.path == STATUS_PATH:
             _json(req, 200, {"exhausted": self.meter.exhausted()})
             return
+        recorded = False
+
+        def keep(status: int) -> None:
+            nonlocal recorded
+            if not recorded:
+                recorded = True
+                record.update(status=status, seconds=round(time.monotonic() - start, 3))
+                with self._lock:
+                    self.requests.append(record)
+
+        # The proxy's own answers are recorded before they are sent: whoever has read one
+        # (the agent, a test) finds its record, and an agent that hangs up mid-answer cannot
+        # leave its request out of what model_down reads.
+        req.before_answer = keep
+        status = 502
         try:
             path = normal_path(req.path)
             if path is None or (req.command, path) not in self.allowed:
@@ -193,10 +210,11 @@ class ModelProxy:
             log.debug("model proxy failed on %s", req.path, exc_info=True)
             if isinstance(exc, httpx.TransportError):  # the endpoint, not the request
                 record["upstream_error"] = type(exc).__name__
-            status = _error(req, 502, f"swebounty model proxy: {type(exc).__name__}: {exc}")
-        record.update(status=status, seconds=round(time.monotonic() - start, 3))
-        with self._lock:
-            self.requests.append(record)
+            if not recorded:  # nothing answered yet (else the agent hung up on the answer)
+                with contextlib.suppress(OSError):
+                    status = _error(req, 502, f"swebounty model proxy: {type(exc).__name__}: {exc}")
+        finally:
+            keep(status)  # a forwarded answer: recorded once it has streamed, with its usage
 
     def _refuse(self, req: _Handler, record: dict[str, Any]) -> int:
         record["refused"] = "not an inference endpoint"
@@ -371,6 +389,8 @@ def _error(req: _Handler, status: int, message: str, code: str | None = None) ->
 
 def _json(req: _Handler, status: int, answer: dict[str, Any]) -> int:
     data = json.dumps(answer).encode()
+    if req.before_answer is not None:
+        req.before_answer(status)
     req.send_response(status)
     req.send_header("Content-Type", "application/json")
     req.send_header("Content-Length", str(len(data)))
