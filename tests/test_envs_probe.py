@@ -6,12 +6,14 @@ package raising at import (as cfgrib does without the ecCodes library).
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 from fake_index import calls, fake_uv, spec
 from repo_helpers import git_repo
 from swebounty.envs import DepSet, EnvManager
-from swebounty.envs.probe import read_probe, top_level_owners
+from swebounty.envs.probe import collection_targets, probe, read_probe, top_level_owners
 
 
 def test_a_broken_optional_package_is_left_out_and_a_missing_one_added(tmp_path: Path) -> None:
@@ -104,3 +106,47 @@ E   ModuleNotFoundError: No module named 'seaborn'
         "Pillow": "ModuleNotFoundError: No module named 'PIL'"
     }
     assert conftest.badness > found.badness  # nothing collects at all is worst
+
+
+def test_the_probe_collects_the_tests_not_the_scripts_beside_them(tmp_path: Path) -> None:
+    # sympy's bin/test_optional_dependencies.py runs half of sympy's tests when imported.
+    script = "import pathlib\npathlib.Path(__file__).with_name('ran').write_text('ran')\n"
+    ws = git_repo(
+        tmp_path / "ws",
+        {
+            "pkg/__init__.py": "",
+            "pkg/tests/test_inner.py": "def test_inner():\n    pass\n",
+            "tests/test_outer.py": "def test_outer():\n    pass\n",
+            "test_root.py": "def test_root():\n    pass\n",
+            "bin/test_script.py": script,
+            "doc/test_doc.py": script,
+        },
+    )
+    assert collection_targets(ws) == ["pkg", "test_root.py", "tests"]
+    log = tmp_path / "probe.log"
+    found = probe(Path(sys.executable), ws, [], {"pkg"}, dict(os.environ), log)
+    assert found.clean, found.describe()
+    assert not (ws / "bin" / "ran").exists() and not (ws / "doc" / "ran").exists()
+    collected = log.read_text()
+    assert "test_inner" in collected and "test_outer" in collected and "test_root" in collected
+
+
+def test_a_configured_testpaths_is_the_projects_own_answer(tmp_path: Path) -> None:
+    for config, text in (
+        ("pytest.ini", "[pytest]\ntestpaths = checks\n"),
+        ("setup.cfg", "[tool:pytest]\ntestpaths =\n    checks\n"),
+        ("pyproject.toml", '[tool.pytest.ini_options]\ntestpaths = ["checks"]\n'),
+    ):
+        ws = git_repo(tmp_path / config, {config: text, "pkg/__init__.py": ""})
+        assert collection_targets(ws) == [], config
+    # Nothing recognisable as the project's tests: the whole root, as pytest would.
+    bare = git_repo(tmp_path / "bare", {"t/check_x.py": "", "README": ""})
+    assert collection_targets(bare) == ["."]
+    # src layouts, test folders of other names, and no symlinked or hidden entries.
+    ws = git_repo(
+        tmp_path / "other",
+        {"src/pkg/__init__.py": "", "testsuite/test_a.py": "", "unit_tests/test_b.py": "",
+         ".hidden/test_c.py": ""},
+    )  # fmt: skip
+    (ws / "tests").symlink_to(ws / "testsuite")
+    assert collection_targets(ws) == ["src", "testsuite", "unit_tests"]

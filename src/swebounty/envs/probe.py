@@ -11,7 +11,10 @@ the code's, and both are named by the traceback pytest prints while collecting:
   'hypothesis'`): its distribution, by the import name (or `IMPORT_NAMES`).
 
 `probe` runs `pytest --collect-only` on the build copy (the same code every task of the spec
-starts from, already run by the build: setup.py is no less the repository's code), and
+starts from, already run by the build: setup.py is no less the repository's code), on the
+project's test locations (`collection_targets`: its configured `testpaths`, else its packages and
+test folders), never on scripts beside them: sympy's `bin/test_optional_dependencies.py` runs
+half of sympy's test suite when imported, which made every sympy probe take over 10 minutes. And
 `read_probe` turns what it printed into a `Probe`: how bad collection is, the packages to leave
 out and the distributions to add. build.py acts on it (`fix_collection`), keeping a change only
 when collection gets better.
@@ -115,7 +118,7 @@ def probe(
     # The cache stays on (plugins read config.cache: testing.pytest_command), out of the tree.
     with tempfile.TemporaryDirectory(prefix="swebounty-probe-") as cache:
         argv = [str(python), "-m", "pytest", "--collect-only", "-q", "--tb=short"]
-        argv += ["-o", f"cache_dir={cache}", "-W", "ignore"]
+        argv += ["-o", f"cache_dir={cache}", "-W", "ignore", *collection_targets(project)]
         try:
             output = run_logged("probe collection", argv, log_path, cwd=project, env=env,
                                 timeout=timeout)  # fmt: skip
@@ -125,6 +128,37 @@ def probe(
                 return Probe(detail=f"timed out after {timeout:.0f} s")
             output, code = exc.output, 1
     return read_probe(output, code, sites, roots)
+
+
+# Where pytest reads its options; a `testpaths` there is the project's own answer.
+_CONFIGS = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+_TESTPATHS = re.compile(r"^\s*testpaths\s*=", re.M)
+_TEST_DIR = re.compile(r"^test|[_-]tests?$", re.I)  # tests, testing, testsuite, unit_tests
+_TEST_FILE = re.compile(r"^test_.*\.py$|_test\.py$")
+
+
+def collection_targets(project: Path) -> list[str]:
+    """What the probe collects: nothing named when the project configures `testpaths` (pytest
+    then collects those), else its packages (at the root or under src/), its test folders and
+    root test modules. Not the rest of the root: scripts and docs there (bin/, release/,
+    doc/) are not the tests any task runs, and importing them may run anything. Nothing
+    recognisable: the whole root, as pytest would."""
+    for name in _CONFIGS:
+        config = project / name
+        own = config.is_file() and not config.is_symlink()
+        if own and _TESTPATHS.search(config.read_text(errors="replace")):
+            return []
+    targets: list[str] = []
+    for entry in sorted(project.iterdir()):
+        if entry.is_symlink() or entry.name.startswith("."):
+            continue
+        if entry.is_dir():
+            package = (entry / "__init__.py").is_file() or entry.name == "src"
+            if package or _TEST_DIR.search(entry.name):
+                targets.append(entry.name)
+        elif _TEST_FILE.match(entry.name):
+            targets.append(entry.name)
+    return targets or ["."]
 
 
 def read_probe(output: str, code: int, sites: list[Path], roots: set[str]) -> Probe:
