@@ -3,6 +3,8 @@ through a link, and a run (finished or interrupted) waits for every removal it h
 
 from __future__ import annotations
 
+import gc
+import logging
 import os
 import threading
 from pathlib import Path
@@ -13,6 +15,7 @@ import pytest
 from run_helpers import one_attempt, verdict_of
 from swebounty import remover as remover_mod
 from swebounty import runs, safefs
+from swebounty.evalcontext import EvalContext
 from swebounty.remover import Remover
 from swebounty.store import Store
 from swebounty.tasks import Submission, Task
@@ -125,3 +128,23 @@ def test_a_run_waits_for_the_removals_it_handed_over(
         else:
             assert len(runs.evaluate_run("r", [(task, sub)], cast(Any, ctx), store)) == 1
     assert not tree.exists(), "the run returned before its workspace was removed"
+
+
+def test_a_context_collected_unclosed_lets_its_remover_finish_first(
+    tmp_path: Path, gate: threading.Event, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Its work directories go when it is collected (or at exit): not from under a workspace
+    its remover is still removing (the removal then failed on the vanished parent, logged
+    as `cleanup: cannot open ...`)."""
+    ctx = EvalContext.create(cache_dir=tmp_path / "cache", runs_dir=tmp_path / "runs",
+                             sandbox="none")  # fmt: skip
+    work_dir, remover = ctx.work_dir, ctx.remover
+    tree = _tree(work_dir / "task-1-abc")
+    assert remover.remove([tree], "task-1") is None  # waits at the gate
+    threading.Timer(0.3, gate.set).start()
+    with caplog.at_level(logging.WARNING, logger="swebounty.remover"):
+        del ctx
+        gc.collect()
+        assert remover.drain(timeout=30)
+    assert not work_dir.exists()
+    assert [r.getMessage() for r in caplog.records] == []

@@ -19,6 +19,7 @@ from swebounty.frameworks import python as python_steps
 from swebounty.pristine import PRISTINE_DIR
 from swebounty.repos import git, isolated_git_env, make_workspace
 from swebounty.sandbox import BwrapSandbox, Mount, Policy, UnsafeSandbox, bwrap_available
+from swebounty.sandbox.bwrap import find_bwrap
 from swebounty.workdirs import (
     WORKSPACES_ENV,
     host_tag,
@@ -81,6 +82,48 @@ def test_a_new_run_sweeps_what_a_killed_one_left(tmp_path: Path) -> None:
         assert ctx.work_dir.exists() and f"-run{os.getpid()}." in ctx.work_dir.name
     finally:
         ctx.close()
+
+
+# A harness in a pid namespace of its own (a container sharing the cache or /dev/shm, and the
+# host's name): it makes a leftover of a dead harness of its namespace, then sweeps `parent`.
+OTHER_NAMESPACE = """
+import os, subprocess, sys
+from pathlib import Path
+from swebounty.workdirs import host_tag, sweep_dead_dirs
+parent = Path(sys.argv[1])
+proc = subprocess.Popen([sys.executable, "-c", "pass"])
+proc.wait()
+own = parent / f"swebounty-{os.getuid()}-run{proc.pid}.{host_tag()}-x2"
+own.mkdir()
+print(os.getpid(), sweep_dead_dirs(parent), own.exists())
+"""
+
+
+@pytest.mark.sandbox
+def test_a_harness_in_another_pid_namespace_never_sweeps_a_live_harness_here(
+    tmp_path: Path,
+) -> None:
+    """Seen from another pid namespace, this process's pid is nobody (or somebody else): its
+    live work directory must not look like a dead harness's there."""
+    ok, why = bwrap_available()
+    bwrap = find_bwrap()
+    if not ok or bwrap is None:
+        pytest.skip(why)
+    live = make_work_dir(tmp_path, "run")
+    (live / "workspace").mkdir()
+    ns = [str(bwrap), "--unshare-user", "--unshare-pid", "--bind", "/", "/", "--proc", "/proc"]
+    ns += ["--dev-bind", "/dev", "/dev", "--die-with-parent"]
+    run = subprocess.run(
+        [*ns, sys.executable, "-c", OTHER_NAMESPACE, str(live.parent)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    pid, swept, own_left = run.stdout.split()
+    assert int(pid) != os.getpid()  # it did run in another namespace
+    assert (live / "workspace").is_dir(), "a live harness's work directory was swept"
+    assert (swept, own_left) == ("1", "False")  # its own namespace's dead leftover: swept
 
 
 # --- workspaces in memory ---------------------------------------------------------------------

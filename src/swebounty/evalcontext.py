@@ -74,12 +74,9 @@ class EvalContext:
             self._pool.put(sandbox)
 
     def close(self) -> None:
-        """Remove this process's work directories (also done at exit if never called),
-        once the workspaces handed to the remover are gone."""
-        self.remover.close()
-        shutil.rmtree(self.work_dir, ignore_errors=True)
-        if self.memory_dir is not None:
-            shutil.rmtree(self.memory_dir, ignore_errors=True)
+        """Remove this process's work directories (also done when the context is collected,
+        or at exit, if never called), once the workspaces handed to the remover are gone."""
+        _remove_work_dirs(self.remover, self.work_dir, self.memory_dir)
 
     def __enter__(self) -> EvalContext:
         return self
@@ -134,10 +131,19 @@ class EvalContext:
         )
         for sb in sandboxes:
             ctx._pool.put(sb)
-        weakref.finalize(ctx, shutil.rmtree, work_dir, True)
-        if memory_dir is not None:
-            weakref.finalize(ctx, shutil.rmtree, memory_dir, True)
+        # Not bound to `ctx` (that would keep it alive): its remover may still be removing a
+        # workspace in these directories when it is collected, and must finish first.
+        weakref.finalize(ctx, _remove_work_dirs, ctx.remover, work_dir, memory_dir)
         return ctx
+
+
+def _remove_work_dirs(remover: Remover, work_dir: Path, memory_dir: Path | None) -> None:
+    """Wait for the remover's workspaces (it removes them safely, and would otherwise race
+    this removal of their parents), then remove the work directories."""
+    remover.close()
+    shutil.rmtree(work_dir, ignore_errors=True)
+    if memory_dir is not None:
+        shutil.rmtree(memory_dir, ignore_errors=True)
 
 
 class _NoSandbox:

@@ -75,6 +75,8 @@ class Remover:
         """Remove synchronously from now on (the work directories are going), and drain."""
         with self._cond:
             self._closed = True
+            if threading.current_thread() is self._thread:
+                return  # a finalizer the garbage collector ran in this thread: it cannot wait
         self.drain()
 
     def _work(self) -> None:

@@ -5,7 +5,9 @@ A harness process (a local run, or a Ray worker) makes one work directory under 
 removes it when it ends. A process that is killed cannot remove it, so the name says whose it
 is: `PARENT/swebounty-<uid>-<kind><pid>.<host>-<random>`. The next harness of the same user
 on the same host removes those whose process is gone; a cache shared by several hosts is safe,
-since a host never judges another host's processes.
+since a host never judges another host's processes. `<host>` also names the pid namespace: a
+pid means another process, or none, in another one (a container that shares the cache or the
+tmpfs, and the host's name), so a harness there would take a live harness here for dead.
 
 Workspaces in memory: writing, then deleting, a checkout of thousands of files costs 1-4 s on a
 busy disk (ext4 with online discard here) and about a quarter of that on a tmpfs. So a process
@@ -57,8 +59,14 @@ def work_root(cache_dir: Path) -> Path:
 
 
 def host_tag() -> str:
-    """This host, in a work directory's name (a hash: host names may hold any character)."""
-    return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+    """This host and pid namespace, in a work directory's name (a hash: host names may hold
+    any character). A namespace that ends and whose number comes back later is no harm: its
+    processes are all gone, so what they left is rightly swept."""
+    try:
+        namespace = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        namespace = 0  # no /proc: the host alone, as before
+    return hashlib.sha256(f"{socket.gethostname()}\0{namespace}".encode()).hexdigest()[:8]
 
 
 def make_work_dir(cache_dir: Path, kind: str = "run") -> Path:
