@@ -32,6 +32,7 @@ from pathlib import Path
 
 from swebounty import safefs
 from swebounty.repos import make_workspace, tree_of
+from swebounty.submodules import Sources
 from swebounty.workdirs import PAGE, tree_size
 
 log = logging.getLogger(__name__)
@@ -56,6 +57,7 @@ def linked_workspace(
     memory_dir: Path,
     owner: tuple[int, int] | None,
     pack_cache: Path | None = None,
+    submodules: Sources | None = None,
 ) -> Path:
     """A workspace at `dest` (as make_workspace makes it) whose files are links to this
     process's pristine checkout of `commit`'s tree, given to `owner` (uid, gid) once; made
@@ -69,7 +71,9 @@ def linked_workspace(
         first = (str(memory_dir), tree, uid) not in _seen
         _seen.add((str(memory_dir), tree, uid))
         if first and not (entry / "workspace").is_dir():
-            return make_workspace(mirror, commit, dest, pack_cache=pack_cache)
+            return make_workspace(
+                mirror, commit, dest, pack_cache=pack_cache, submodules=submodules
+            )
         if not (entry / "workspace").is_dir():
             root.mkdir(mode=0o700, exist_ok=True)
             size, files = tree_size(mirror, commit)
@@ -79,7 +83,13 @@ def linked_workspace(
             fresh = root / f".new-{uuid.uuid4().hex[:8]}"
             fresh.mkdir(mode=0o700)
             try:
-                ws = make_workspace(mirror, commit, fresh / "workspace", pack_cache=pack_cache)
+                ws = make_workspace(
+                    mirror,
+                    commit,
+                    fresh / "workspace",
+                    pack_cache=pack_cache,
+                    submodules=submodules,
+                )
                 if owner:
                     from swebounty.sandbox.bwrap import chown_tree
 

@@ -22,9 +22,13 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from swebounty import packcache
 from swebounty.headtree import raise_if_interrupted
+
+if TYPE_CHECKING:
+    from swebounty.submodules import Sources
 
 log = logging.getLogger(__name__)
 
@@ -274,12 +278,19 @@ def resolve_commit(mirror: Path, commit: str) -> str:
 
 
 def make_workspace(
-    mirror: Path, commit: str, dest: Path, *, pack_cache: Path | None = None
+    mirror: Path,
+    commit: str,
+    dest: Path,
+    *,
+    pack_cache: Path | None = None,
+    submodules: Sources | None = None,
 ) -> Path:
     """Create at `dest` a git repo whose only commit has exactly `commit`'s tree, checked out.
 
-    `dest` must not exist or be an empty directory. Submodules are not populated (their
-    gitlinks stay in the tree; the directories are left empty). The mirror is only read: it
+    `dest` must not exist or be an empty directory. With `submodules`, the submodules that
+    `.gitmodules` declares are filled from their clones (submodules.py; SubmoduleError if one
+    cannot be); without, they are not populated (their gitlinks stay in the tree; the
+    directories are left empty). The mirror is only read: it
     may be read-only, and on another filesystem than `dest`. With `pack_cache` (a directory
     of the harness's own that no sandbox sees), the pack of the tree's objects is copied from
     there when an earlier workspace of the same tree left it, and left there otherwise.
@@ -292,20 +303,24 @@ def make_workspace(
     env = isolated_git_env()
     dest.mkdir(parents=True, exist_ok=True)
     try:
-        _init_bare_minimum(dest)
+        init_bare_minimum(dest)
         tree = _copy_tree_objects(mirror, commit, dest / ".git", env, pack_cache)
         head = _write_commit(dest / ".git", tree)
         (dest / ".git" / "refs" / "heads" / WORKSPACE_BRANCH).write_text(head + "\n")
         git(dest, *_PARALLEL_CHECKOUT, "read-tree", "--reset", "-u", "HEAD", env=env)
+        if submodules is not None and (dest / ".gitmodules").exists():
+            from swebounty.submodules import fill  # it builds on this module
+
+            fill(dest, submodules)
     except BaseException:
         shutil.rmtree(dest, ignore_errors=True)
         raise
-    if (dest / ".gitmodules").exists():
+    if submodules is None and (dest / ".gitmodules").exists():
         _log_submodules(dest, env)
     return dest
 
 
-def _init_bare_minimum(dest: Path) -> None:
+def init_bare_minimum(dest: Path) -> None:
     """What `git init --template=` makes, written directly: no hooks, no sample files."""
     gitdir = dest / ".git"
     for sub in ("objects/pack", "objects/info", "refs/heads", "refs/tags"):
@@ -330,7 +345,7 @@ def _copy_tree_objects(
     here): with `pack_cache`, a copy of an earlier pack of the same tree takes its place.
     """
     full = commit if _OBJECT_ID.match(commit) else resolve_commit(mirror, commit)
-    objects, tree = _objects_and_tree(os.path.abspath(mirror), full)
+    objects, tree = objects_and_tree(os.path.abspath(mirror), full)
     packs = gitdir / "objects" / "pack"
     if pack_cache is not None and packcache.copy_into(pack_cache / tree, packs):
         return tree
@@ -353,7 +368,7 @@ def _copy_tree_objects(
 
 
 @functools.lru_cache(maxsize=1024)
-def _objects_and_tree(mirror: str, commit: str) -> tuple[Path, str]:
+def objects_and_tree(mirror: str, commit: str) -> tuple[Path, str]:
     """The mirror's objects and `commit`'s tree (remembered: two git processes a workspace)."""
     proc = git(Path(mirror), "rev-parse", "--git-common-dir", f"{commit}^{{commit}}", check=False)
     lines = proc.stdout.decode().split()
@@ -369,7 +384,7 @@ def _objects_and_tree(mirror: str, commit: str) -> tuple[Path, str]:
 def tree_of(mirror: Path, commit: str) -> str:
     """The id of `commit`'s tree (remembered per mirror and full commit id)."""
     full = commit if _OBJECT_ID.match(commit) else resolve_commit(mirror, commit)
-    return _objects_and_tree(os.path.abspath(mirror), full)[1]
+    return objects_and_tree(os.path.abspath(mirror), full)[1]
 
 
 def _write_commit(gitdir: Path, tree: str) -> str:

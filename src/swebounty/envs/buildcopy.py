@@ -21,6 +21,7 @@ from pathlib import Path
 
 from swebounty.envs.releases import tag_release
 from swebounty.repos import isolated_git_env
+from swebounty.submodules import copy_filled
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,7 @@ def copy_project(workspace: Path, dest: Path) -> None:
             text=True,
         )
         if proc.returncode == 0:
+            copy_filled(workspace, dest)  # a clone leaves submodules empty
             return
         log.warning("git clone of %s failed (%s); copying files", workspace, proc.stderr.strip())
         shutil.rmtree(dest, ignore_errors=True)

@@ -31,6 +31,7 @@ from swebounty.sandbox import Sandbox
 from swebounty.services.catalog import for_task
 from swebounty.services.runtime import StandIns, build, shipped_catalog
 from swebounty.setups import starting_point
+from swebounty.submodules import Sources
 from swebounty.tasks import Task
 from swebounty.workdirs import PACK_CACHE, memory_place, tree_size
 
@@ -137,12 +138,19 @@ def checkout(
         place = memory_place(ctx.memory_dir, scratch.name, *tree_size(mirror, base))
     packs = place.parent / PACK_CACHE if place else None  # packcache.py
     dest = (place or scratch) / "workspace"
+    subs = Sources(task.repo, ctx.repos_dir, ctx.cache_dir)  # submodules.py
     if place is not None and ctx.memory_dir is not None and owner and pristine.ENABLED:
         workspace = linked_workspace(
-            mirror, base, dest, memory_dir=ctx.memory_dir, owner=owner, pack_cache=packs
+            mirror,
+            base,
+            dest,
+            memory_dir=ctx.memory_dir,
+            owner=owner,
+            pack_cache=packs,
+            submodules=subs,
         )
     else:
-        workspace = make_workspace(mirror, base, dest, pack_cache=packs)
+        workspace = make_workspace(mirror, base, dest, pack_cache=packs, submodules=subs)
     when = commit_date(mirror, base)
     spec = ctx.envs.spec_for(task, workspace, when)
     return workspace, ctx.envs.ensure(spec, workspace), when

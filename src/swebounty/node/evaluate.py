@@ -47,6 +47,7 @@ from swebounty.pytest_guard import new_key
 from swebounty.repos import commit_date, make_workspace
 from swebounty.sandbox.base import Mount
 from swebounty.setups import starting_point
+from swebounty.submodules import Sources
 from swebounty.tasks import Task
 from swebounty.testing import JUnitError
 
@@ -78,7 +79,8 @@ def _workspace_env(
     # The base commit, or the task's starting state (its setup patch applied: setups.py).
     mirror, base = starting_point(task, repos_dir=ctx.repos_dir, cache_dir=ctx.cache_dir)
     scratch.mkdir(mode=0o711)
-    workspace = make_workspace(mirror, base, scratch / "workspace")
+    subs = Sources(task.repo, ctx.repos_dir, ctx.cache_dir)  # submodules.py
+    workspace = make_workspace(mirror, base, scratch / "workspace", submodules=subs)
     envs = node_envs(ctx)
     try:
         spec, project = envs.spec_for(task, workspace, commit_date(mirror, base))
