@@ -68,7 +68,7 @@ def repos(tmp_path: Path) -> dict[str, object]:
 
 def _workspace(repos: dict[str, object], dest: Path) -> Path:
     sources = Sources("acme/app", repos["dir"], None)  # type: ignore[arg-type]
-    return make_workspace(repos["app"], str(repos["base"]), dest, submodules=sources)  # type: ignore[arg-type]
+    return make_workspace(repos["app"], str(repos["base"]), dest, fill_submodules=sources.fill)  # type: ignore[arg-type]
 
 
 def test_a_submodule_is_filled_at_its_commit_without_history(
@@ -121,7 +121,9 @@ def test_a_commit_the_clone_lacks_is_an_error(tmp_path: Path) -> None:
     commit(lib, {"lib.py": "x = 1\n"}, "only")
     app, base = superproject(repos_dir, "1" * 40)
     with pytest.raises(SubmoduleError, match=f"lacks that commit.*fetch origin {'1' * 40}"):
-        make_workspace(app, base, tmp_path / "ws", submodules=Sources("acme/app", repos_dir))
+        make_workspace(
+            app, base, tmp_path / "ws", fill_submodules=Sources("acme/app", repos_dir).fill
+        )
 
 
 @pytest.mark.parametrize(
@@ -155,7 +157,9 @@ def test_a_url_not_on_github_is_an_error(tmp_path: Path) -> None:
     repos_dir = tmp_path / "repos"
     app, base = superproject(repos_dir, "1" * 40, url="ext::sh -c touch% /tmp/pwned")
     with pytest.raises(SubmoduleError, match="not a GitHub repository"):
-        make_workspace(app, base, tmp_path / "ws", submodules=Sources("acme/app", repos_dir))
+        make_workspace(
+            app, base, tmp_path / "ws", fill_submodules=Sources("acme/app", repos_dir).fill
+        )
 
 
 def test_a_name_with_a_parent_component_is_refused(
@@ -167,7 +171,7 @@ def test_a_name_with_a_parent_component_is_refused(
             app,
             base,
             tmp_path / "ws",
-            submodules=Sources("acme/app", repos["dir"]),  # type: ignore[arg-type]
+            fill_submodules=Sources("acme/app", repos["dir"]).fill,  # type: ignore[arg-type]
         )
 
 
@@ -200,7 +204,7 @@ def test_paths_the_tree_does_not_record_are_ignored(
         app,
         run(app, "rev-parse", "HEAD"),
         tmp_path / "a" / "ws",
-        submodules=Sources("acme/app", repos["dir"]),  # type: ignore[arg-type]
+        fill_submodules=Sources("acme/app", repos["dir"]).fill,  # type: ignore[arg-type]
     )
     assert [s.path for s in submodules.declared(ws)] == ["vendor/lib"]
     assert (ws / "vendor" / "lib" / "lib.py").is_file()

@@ -28,11 +28,11 @@ import shutil
 import stat
 import threading
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from swebounty import safefs
 from swebounty.repos import make_workspace, tree_of
-from swebounty.submodules import Sources
 from swebounty.workdirs import PAGE, tree_size
 
 log = logging.getLogger(__name__)
@@ -57,7 +57,7 @@ def linked_workspace(
     memory_dir: Path,
     owner: tuple[int, int] | None,
     pack_cache: Path | None = None,
-    submodules: Sources | None = None,
+    fill_submodules: Callable[[Path], object] | None = None,
 ) -> Path:
     """A workspace at `dest` (as make_workspace makes it) whose files are links to this
     process's pristine checkout of `commit`'s tree, given to `owner` (uid, gid) once; made
@@ -72,7 +72,7 @@ def linked_workspace(
         _seen.add((str(memory_dir), tree, uid))
         if first and not (entry / "workspace").is_dir():
             return make_workspace(
-                mirror, commit, dest, pack_cache=pack_cache, submodules=submodules
+                mirror, commit, dest, pack_cache=pack_cache, fill_submodules=fill_submodules
             )
         if not (entry / "workspace").is_dir():
             root.mkdir(mode=0o700, exist_ok=True)
@@ -88,7 +88,7 @@ def linked_workspace(
                     commit,
                     fresh / "workspace",
                     pack_cache=pack_cache,
-                    submodules=submodules,
+                    fill_submodules=fill_submodules,
                 )
                 if owner:
                     from swebounty.sandbox.bwrap import chown_tree

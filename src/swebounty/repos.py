@@ -18,17 +18,13 @@ import shutil
 import subprocess
 import tempfile
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from swebounty import packcache
 from swebounty.headtree import raise_if_interrupted
-
-if TYPE_CHECKING:
-    from swebounty.submodules import Sources
 
 log = logging.getLogger(__name__)
 
@@ -283,17 +279,14 @@ def make_workspace(
     dest: Path,
     *,
     pack_cache: Path | None = None,
-    submodules: Sources | None = None,
+    fill_submodules: Callable[[Path], object] | None = None,
 ) -> Path:
     """Create at `dest` a git repo whose only commit has exactly `commit`'s tree, checked out.
 
-    `dest` must not exist or be an empty directory. With `submodules`, the submodules that
-    `.gitmodules` declares are filled from their clones (submodules.py; SubmoduleError if one
-    cannot be); without, they are not populated (their gitlinks stay in the tree; the
-    directories are left empty). The mirror is only read: it
-    may be read-only, and on another filesystem than `dest`. With `pack_cache` (a directory
-    of the harness's own that no sandbox sees), the pack of the tree's objects is copied from
-    there when an earlier workspace of the same tree left it, and left there otherwise.
+    `dest` must not exist or be an empty directory. `fill_submodules` (Sources.fill) fills the
+    submodules `.gitmodules` declares, or raises; without it, their directories stay empty. The
+    mirror is only read. With `pack_cache` (the harness's own, seen by no sandbox), the pack of
+    the tree's objects is copied from an earlier workspace of the tree, or left for a later one.
     """
     mirror, dest = Path(mirror), Path(dest)
     if dest.exists() and any(dest.iterdir()):
@@ -308,15 +301,11 @@ def make_workspace(
         head = _write_commit(dest / ".git", tree)
         (dest / ".git" / "refs" / "heads" / WORKSPACE_BRANCH).write_text(head + "\n")
         git(dest, *_PARALLEL_CHECKOUT, "read-tree", "--reset", "-u", "HEAD", env=env)
-        if submodules is not None and (dest / ".gitmodules").exists():
-            from swebounty.submodules import fill  # it builds on this module
-
-            fill(dest, submodules)
+        if (dest / ".gitmodules").exists():
+            (fill_submodules or _log_submodules)(dest)
     except BaseException:
         shutil.rmtree(dest, ignore_errors=True)
         raise
-    if submodules is None and (dest / ".gitmodules").exists():
-        _log_submodules(dest, env)
     return dest
 
 
@@ -402,8 +391,8 @@ def _write_commit(gitdir: Path, tree: str) -> str:
     return sha
 
 
-def _log_submodules(dest: Path, env: dict[str, str]) -> None:
-    staged = git(dest, "ls-files", "--stage", env=env).stdout.decode(errors="replace")
+def _log_submodules(dest: Path) -> None:
+    staged = git(dest, "ls-files", "--stage", env=isolated_git_env()).stdout.decode(errors="ignore")
     links = [line.split("\t", 1)[1] for line in staged.splitlines() if line.startswith("160000")]
     if links:
         log.info("workspace %s: submodules not populated: %s", dest, ", ".join(links))

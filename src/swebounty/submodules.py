@@ -76,6 +76,10 @@ class Sources:
     repos_dir: Path | None = None
     cache_dir: Path | None = None
 
+    def fill(self, workspace: Path) -> list[Submodule]:
+        """`fill(workspace, self)`: what repos.make_workspace calls once it has checked out."""
+        return fill(workspace, self)
+
 
 @dataclass(frozen=True)
 class Submodule:

@@ -147,10 +147,10 @@ def checkout(
             memory_dir=ctx.memory_dir,
             owner=owner,
             pack_cache=packs,
-            submodules=subs,
+            fill_submodules=subs.fill,
         )
     else:
-        workspace = make_workspace(mirror, base, dest, pack_cache=packs, submodules=subs)
+        workspace = make_workspace(mirror, base, dest, pack_cache=packs, fill_submodules=subs.fill)
     when = commit_date(mirror, base)
     spec = ctx.envs.spec_for(task, workspace, when)
     return workspace, ctx.envs.ensure(spec, workspace), when

@@ -80,7 +80,7 @@ def _workspace_env(
     mirror, base = starting_point(task, repos_dir=ctx.repos_dir, cache_dir=ctx.cache_dir)
     scratch.mkdir(mode=0o711)
     subs = Sources(task.repo, ctx.repos_dir, ctx.cache_dir)  # submodules.py
-    workspace = make_workspace(mirror, base, scratch / "workspace", submodules=subs)
+    workspace = make_workspace(mirror, base, scratch / "workspace", fill_submodules=subs.fill)
     envs = node_envs(ctx)
     try:
         spec, project = envs.spec_for(task, workspace, commit_date(mirror, base))
