@@ -22,6 +22,21 @@ def pytest_runtest_makereport(item, call):
 """
 
 FORCE_PASS_CONFTEST = FORCE_PASS
+# A report class of the conftest's own whose outcome is always a pass (the guard accepts
+# report classes of installed plugins only: reportclass.py).
+REPORT_CLASS_CONFTEST = """\
+import pytest
+from _pytest.reports import TestReport
+
+
+class SubTestReport(TestReport):
+    outcome = property(lambda self: "passed", lambda self, value: None)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    return SubTestReport.from_item_and_call(item, call)
+"""
 ALL_PASS_XML = (
     '<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" errors="0" '
     'failures="0" skipped="0" tests="1"><testcase classname="tests.test_roman" '

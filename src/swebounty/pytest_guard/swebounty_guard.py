@@ -35,6 +35,7 @@ def _load_sibling(name):
 
 genuine = _load_sibling("genuine")
 machinery = _load_sibling("machinery")
+reportclass = _load_sibling("reportclass")
 
 _MAX_PROBLEMS = 50
 _watched, _describe, _member = machinery.watched, machinery.describe, machinery.member
@@ -72,8 +73,8 @@ class Guard:
         self.collect_errors = {}
         self.modules = {}
         self.snapshots = {}
-        self.report_types = ()
-        self.test_reports = ()
+        self.report_types = self.test_reports = ()  # pytest's own classes (the snapshot's)
+        self.plugin_reports = reportclass.PluginReports(genuine, machinery)  # of plugins' own
         self.config = None
         self.session = None
         self.exitstatus = None
@@ -134,12 +135,10 @@ class Guard:
             for klass in AssertionRewritingHook.__mro__:  # importlib.abc's classes among them
                 self.genuine.remember_class(klass)
         self.report_types = (TestReport, CollectReport)
-        # pytest 9 reports unittest's subTests with a class of its own, imported above
-        subtests = sys.modules.get("_pytest.subtests")  # (default plugins, before the workspace)
-        self.test_reports = (TestReport, getattr(subtests, "SubtestReport", TestReport))
+        self.test_reports = reportclass.pytest_s_own(TestReport)
 
     def _problem(self, text):
-        if text not in self.problems and len(self.problems) < _MAX_PROBLEMS:
+        if text and text not in self.problems and len(self.problems) < _MAX_PROBLEMS:
             self.problems.append(text)
 
     # ------------------------------------------------------------------ hooks
@@ -155,6 +154,7 @@ class Guard:
         # plugin off as one by adding it to the list.
         with contextlib.suppress(Exception):
             self.entry_points = [p for p, _ in early_config.pluginmanager.list_plugin_distinfo()]
+        self.plugin_reports.find(self)  # the report classes of the plugins loaded by now
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session):
@@ -163,7 +163,7 @@ class Guard:
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report):
         if type(report) not in self.test_reports:
-            self._problem("a test report is a %s, not pytest's TestReport" % type(report))
+            self._problem(self.plugin_reports.problem(type(report)))
         self._check_tracers()
         record = self.records.setdefault(report.nodeid, {})
         if record.get(report.when) != "failed":  # a failed subtest fails its test, as in JUnit
