@@ -34,7 +34,14 @@ from swebounty.bytecode import cache_tag
 log = logging.getLogger(__name__)
 
 HERE = Path(__file__).resolve().parent
-FILES = ("run_pytest.py", "swebounty_guard.py", "genuine.py", "machinery.py", "reportclass.py")
+FILES = (
+    "run_pytest.py",
+    "swebounty_guard.py",
+    "genuine.py",
+    "machinery.py",
+    "reportclass.py",
+    "junitfile.py",
+)
 RUNNER_PYC = "run_pytest.pyc"
 # Argv: the temporary directory to write, the final one (the code's file names), the tag.
 _COMPILE = r"""
