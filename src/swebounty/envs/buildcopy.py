@@ -20,6 +20,7 @@ from datetime import datetime
 from pathlib import Path
 
 from swebounty.envs.releases import tag_release
+from swebounty.envs.switches import use_system_libraries
 from swebounty.repos import isolated_git_env
 from swebounty.submodules import copy_filled
 
@@ -45,10 +46,12 @@ def copy_project(workspace: Path, dest: Path) -> None:
         )
         if proc.returncode == 0:
             copy_filled(workspace, dest)  # a clone leaves submodules empty
+            use_system_libraries(dest)  # switches.py: no download during the build
             return
         log.warning("git clone of %s failed (%s); copying files", workspace, proc.stderr.strip())
         shutil.rmtree(dest, ignore_errors=True)
     shutil.copytree(workspace, dest, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+    use_system_libraries(dest)
 
 
 def commit_copy(project: Path) -> bool:

@@ -1,0 +1,92 @@
+"""Build switches: a project's own options to build against the system's libraries instead of
+sources its build would download.
+
+matplotlib's build (`setupext.py`) downloads FreeType 2.6.1 and Qhull tarballs from their
+project sites unless its build configuration says `system_freetype = True` and
+`system_qhull = True` under `[libs]`; only package indexes are reachable from these machines
+(and from many a user's CI), so every matplotlib base commit failed to build. The build reads
+that configuration from a file named by an environment variable, else a default file
+(`MPLSETUPCFG` or `mplsetup.cfg`; `setup.cfg` before 3.4). The rule, read from the project's
+own build helpers rather than from its name: a helper that reads such a file, and asks it for
+boolean `system_*` options, gets every one of them set to true in that file of the *build
+copy* (buildcopy.copy_project: the copy the environment build and the extension build work
+in; the workspace the tests see is never written). The system libraries then have to be
+there: a build that lacks one fails naming its header (`failures.native_cause`; on Debian,
+libfreetype-dev and libqhull-dev).
+
+Image tests whose baselines were drawn with FreeType 2.6.1 may differ with the system's
+FreeType (docs/results/swebench-scientific.md says what was measured).
+"""
+
+from __future__ import annotations
+
+import configparser
+import io
+import logging
+import re
+from pathlib import Path
+
+from swebounty import safefs
+
+log = logging.getLogger(__name__)
+
+HELPERS = ("setupext.py", "setup.py")  # the build's own code, at the project's root
+MAX_HELPER_BYTES = 1 << 20
+# `cfg = os.environ.get('MPLSETUPCFG') or 'mplsetup.cfg'`: a build configuration file, named
+# by a variable or by default.
+_CONFIG_FILE = re.compile(
+    r"""os\.environ\.get\(\s*['"](?P<var>[A-Z][A-Z0-9_]*)['"]\s*\)\s*or\s*"""
+    r"""['"](?P<file>[\w.-]+\.cfg)['"]"""
+)
+# `config.getboolean('libs', 'system_freetype', ...)`
+_SYSTEM_OPTION = re.compile(
+    r"""getboolean\(\s*['"](?P<section>\w+)['"]\s*,\s*['"](?P<option>system_\w+)['"]"""
+)
+
+
+def system_library_options(project: Path) -> tuple[str, dict[str, list[str]]] | None:
+    """(configuration file, {section: [system_* options]}) the project's build reads, or
+    None when its build helpers read no such file."""
+    for name in HELPERS:
+        data = safefs.read_beneath(project, name, MAX_HELPER_BYTES)
+        if data is None:
+            continue
+        text = data.decode("utf-8", "replace")
+        config = _CONFIG_FILE.search(text)
+        options: dict[str, list[str]] = {}
+        for found in _SYSTEM_OPTION.finditer(text):
+            options.setdefault(found["section"], [])
+            if found["option"] not in options[found["section"]]:
+                options[found["section"]].append(found["option"])
+        if config and options:
+            return config["file"], options
+    return None
+
+
+def use_system_libraries(project: Path) -> list[str]:
+    """In a build copy: set every `system_*` option of the project's build configuration file
+    to true (keeping what else the file says). Returns the options set, for the build's log."""
+    found = system_library_options(project)
+    if found is None:
+        return []
+    filename, options = found
+    parser = configparser.ConfigParser()
+    existing = safefs.read_beneath(project, filename, MAX_HELPER_BYTES)
+    if existing is not None:
+        try:
+            parser.read_string(existing.decode("utf-8", "replace"))
+        except configparser.Error as exc:
+            log.warning("%s/%s is not a configuration file (%s): rewritten", project, filename, exc)
+            parser = configparser.ConfigParser()
+    done = []
+    for section, names in options.items():
+        if not parser.has_section(section):
+            parser.add_section(section)
+        for name in names:
+            parser.set(section, name, "True")
+            done.append(f"{filename} [{section}] {name} = True")
+    out = io.StringIO()
+    parser.write(out)
+    safefs.write_beneath(project, filename, out.getvalue().encode())
+    log.info("build copy %s: %s", project, "; ".join(done))
+    return done
