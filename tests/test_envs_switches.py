@@ -10,7 +10,7 @@ from pathlib import Path
 
 from repo_helpers import git_repo
 from swebounty.envs.buildcopy import copy_project
-from swebounty.envs.switches import system_library_options
+from swebounty.envs.switches import system_library_env, system_library_options
 
 # As matplotlib 3.4-3.7's setupext.py reads its build options.
 SETUPEXT = """\
@@ -47,12 +47,14 @@ def _read(path: Path) -> configparser.ConfigParser:
 def test_the_options_are_read_from_the_build_helpers(tmp_path: Path) -> None:
     (tmp_path / "setupext.py").write_text(SETUPEXT)
     assert system_library_options(tmp_path) == (
+        "MPLSETUPCFG",
         "mplsetup.cfg",
         {"libs": ["system_freetype", "system_qhull"]},
     )
     # matplotlib 3.3: the options lived in setup.cfg.
     (tmp_path / "setupext.py").write_text(SETUPEXT.replace("mplsetup.cfg", "setup.cfg"))
     assert system_library_options(tmp_path) == (
+        "MPLSETUPCFG",
         "setup.cfg",
         {"libs": ["system_freetype", "system_qhull"]},
     )
@@ -102,3 +104,38 @@ def test_an_unreadable_configuration_is_replaced(tmp_path: Path) -> None:
     )
     copy_project(ws, tmp_path / "copy")
     assert _read(tmp_path / "copy" / "mplsetup.cfg").getboolean("libs", "system_freetype")
+
+
+def test_an_install_in_the_sandbox_is_given_the_configuration_by_its_variable(
+    tmp_path: Path,
+) -> None:
+    """The workspace is the tests': the configuration goes in the task's layer, named by the
+    variable the build reads, holding what the workspace's own file says as well."""
+    ws = git_repo(
+        tmp_path / "ws",
+        {
+            "setupext.py": SETUPEXT,
+            "setup.py": SETUP,
+            "mplsetup.cfg": "[rc_options]\nbackend = Agg\n",
+        },
+    )
+    layer = tmp_path / "layer"
+    layer.mkdir()
+    env = system_library_env(ws, layer)
+    assert list(env) == ["MPLSETUPCFG"] and Path(env["MPLSETUPCFG"]).parent == layer
+    built = subprocess.run(
+        ["python3", "setup.py"],
+        cwd=ws,
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1", **env},
+    )
+    assert built.returncode == 0, built.stderr
+    assert "backend Agg" in built.stdout
+    assert (
+        subprocess.run(
+            ["git", "status", "--porcelain"], cwd=ws, capture_output=True, text=True
+        ).stdout
+        == ""
+    )
+    assert system_library_env(git_repo(tmp_path / "plain", {"setup.py": "x = 1\n"}), layer) == {}

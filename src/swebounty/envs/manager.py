@@ -22,6 +22,7 @@ from swebounty.envs.models import EnvBuildError, Environment, ResolvedSpec, Task
 from swebounty.envs.natives import NativeBuild, changed_inputs, ensure_native, place, rebuild_argv
 from swebounty.envs.overrides import Override, load_overrides
 from swebounty.envs.spec import infer_spec, literal_spec
+from swebounty.envs.switches import system_library_env
 from swebounty.envs.tasklayer import make_layer, packaging_digest, pip_argv, replay
 from swebounty.patches import head_tree
 from swebounty.tasks import EnvSpec, Task
@@ -209,6 +210,8 @@ class EnvManager:
             # _dev/scm_version.py) got 0.1.dev1 from the workspace's one untagged commit, and
             # pytest-astropy-header then imported astropy 2's plugins (every test erred).
             **(project.version_env if project else {}),
+            # An install in the sandbox builds against the system's libraries (switches.py).
+            **(system_library_env(workspace, layer) if setup is not None else {}),
             **env.spec.env,
         }
         return TaskEnv(

@@ -10,7 +10,9 @@ that configuration from a file named by an environment variable, else a default 
 own build helpers rather than from its name: a helper that reads such a file, and asks it for
 boolean `system_*` options, gets every one of them set to true in that file of the *build
 copy* (buildcopy.copy_project: the copy the environment build and the extension build work
-in; the workspace the tests see is never written). The system libraries then have to be
+in); an install in the sandbox (a patch that changes packaging or compiled files) gets the
+same file in the task's layer, named by the variable (`system_library_env`): the workspace the
+tests see is never written. The system libraries then have to be
 there: a build that lacks one fails naming its header (`failures.native_cause`; on Debian,
 libfreetype-dev and libqhull-dev).
 
@@ -25,6 +27,7 @@ import io
 import logging
 import re
 from pathlib import Path
+from typing import NamedTuple
 
 from swebounty import safefs
 
@@ -44,9 +47,15 @@ _SYSTEM_OPTION = re.compile(
 )
 
 
-def system_library_options(project: Path) -> tuple[str, dict[str, list[str]]] | None:
-    """(configuration file, {section: [system_* options]}) the project's build reads, or
-    None when its build helpers read no such file."""
+class Switches(NamedTuple):
+    variable: str  # names the configuration file, when set
+    filename: str  # the file read otherwise, in the directory the build runs in
+    options: dict[str, list[str]]  # section -> its system_* options
+
+
+def system_library_options(project: Path) -> Switches | None:
+    """The configuration the project's build reads its system_* options from, or None when
+    its build helpers read no such file."""
     for name in HELPERS:
         data = safefs.read_beneath(project, name, MAX_HELPER_BYTES)
         if data is None:
@@ -59,7 +68,7 @@ def system_library_options(project: Path) -> tuple[str, dict[str, list[str]]] | 
             if found["option"] not in options[found["section"]]:
                 options[found["section"]].append(found["option"])
         if config and options:
-            return config["file"], options
+            return Switches(config["var"], config["file"], options)
     return None
 
 
@@ -69,7 +78,28 @@ def use_system_libraries(project: Path) -> list[str]:
     found = system_library_options(project)
     if found is None:
         return []
-    filename, options = found
+    text, done = _configured(project, found)
+    safefs.write_beneath(project, found.filename, text.encode())
+    log.info("build copy %s: %s", project, "; ".join(done))
+    return done
+
+
+def system_library_env(workspace: Path, where: Path) -> dict[str, str]:
+    """For an install in the sandbox (the workspace is the tests', never written): the
+    workspace's configuration with every system_* option true, written in `where` (the task's
+    layer, which the sandbox sees), and the variable that names it; {} if the build has none."""
+    found = system_library_options(workspace)
+    if found is None:
+        return {}
+    text, _ = _configured(workspace, found)
+    path = where / f"swebounty-{found.filename}"
+    path.write_text(text, encoding="utf-8")
+    return {found.variable: str(path)}
+
+
+def _configured(project: Path, found: Switches) -> tuple[str, list[str]]:
+    """The project's configuration file (or none) with the system_* options set true."""
+    filename, options = found.filename, found.options
     parser = configparser.ConfigParser()
     existing = safefs.read_beneath(project, filename, MAX_HELPER_BYTES)
     if existing is not None:
@@ -87,6 +117,4 @@ def use_system_libraries(project: Path) -> list[str]:
             done.append(f"{filename} [{section}] {name} = True")
     out = io.StringIO()
     parser.write(out)
-    safefs.write_beneath(project, filename, out.getvalue().encode())
-    log.info("build copy %s: %s", project, "; ".join(done))
-    return done
+    return out.getvalue(), done
