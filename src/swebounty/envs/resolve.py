@@ -32,8 +32,10 @@ from swebounty.envs import plugins, prune
 from swebounty.envs.companions import import_roots, is_companion
 from swebounty.envs.failures import StepFailed
 from swebounty.envs.interpreters import Interpreter, first_release
+from swebounty.envs.metadata import Repair
 from swebounty.envs.models import BASE_PACKAGES, DepSet, ResolvedSpec
 from swebounty.envs.releases import first_release_after, newest_release_before
+from swebounty.envs.staticmeta import declared, failed_in_project
 from swebounty.envs.steps import Uv, pinned, strip_project, with_allowances
 
 # A resolution that keeps finding newly yanked or unreleased packages stops after this many
@@ -74,6 +76,7 @@ def resolve_lock(
     plans = spec.plans or [DepSet(label="no test dependencies")]
     cutoffs = [spec.share_cutoff, spec.cutoff] if shared and spec.share_cutoff else [spec.cutoff]
     tools: tuple[dict[str, datetime], list[str], datetime | None] | None = None
+    static: Repair | None = None  # the project's declared metadata, once its build failed
     for index, plan in enumerate(plans):
         if index < first_plan:
             continue
@@ -90,7 +93,9 @@ def resolve_lock(
                 lines = []
                 if spec.install_project:
                     extras = f"[{','.join(plan.extras)}]" if plan.extras else ""
-                    lines.append(f"./project{extras}")
+                    # With its metadata given (staticmeta.py), uv builds nothing to read it.
+                    named = f"{static.name}{extras} @ " if static else ""
+                    lines.append(f"{named}./project{extras if not static else ''}")
                 wanted = [*spec.install, *plan.lines]
                 if tools_cutoff is not None:
                     wanted = [unpin_tools(line) for line in wanted]
@@ -111,6 +116,16 @@ def resolve_lock(
                 except StepFailed as exc:
                     exc.plan = index
                     last = exc
+                    if (
+                        spec.install_project
+                        and static is None
+                        and failed_in_project(exc.output, tmp / "project")
+                    ):
+                        static = declared(tmp / "project", spec.project_name)
+                        if static is not None:
+                            uvr.fixes.releases[(static.name, static.version)] = static
+                            notes.append(static.notes[0])
+                            continue
                     new = yank_pins(exc, cutoff, pins, offline=uvr.offline)
                     if new:
                         pins += new

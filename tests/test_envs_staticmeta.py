@@ -1,0 +1,118 @@
+"""A project whose build cannot prepare its own metadata (a setup.py that imports the project,
+which wants a dependency: astropy 2.x-3.x) is given to uv with what its files declare."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from repo_helpers import git_repo
+from swebounty.envs import EnvManager
+from swebounty.envs.staticmeta import declared, failed_in_project
+from swebounty.tasks import Task
+
+# As astropy 2.0's setup.py: the requirement is built from the package's own attribute, the
+# build requirements grow by .extend(), the extras are a name bound at module level.
+ASTROPY_LIKE = """\
+import os
+import selfimport
+
+NAME = 'selfimport'
+min_six = 'six>=' + selfimport.__minimum_six_version__
+setup_requires = [min_six]
+if not os.path.exists('PKG-INFO'):
+    setup_requires.extend(['cython>=0.21', 'jinja2>=2.7'])
+install_requires = [min_six]
+extras_require = {'test': ['pytest'], 'all:python_version<"3.7"': ['dataclasses']}
+from setuptools import setup
+setup(name=NAME, version='1.0', packages=['selfimport'], setup_requires=setup_requires,
+      install_requires=install_requires, extras_require=extras_require)
+"""
+
+
+def test_what_setup_py_declares_is_read_without_running_it(tmp_path: Path) -> None:
+    (tmp_path / "setup.py").write_text(ASTROPY_LIKE)
+    (tmp_path / "setup.cfg").write_text("[options]\ninstall_requires =\n    attrs>=17\n")
+    repair = declared(tmp_path, "SelfImport")
+    assert repair is not None and repair.name == "selfimport"
+    assert repair.requires == [
+        "six",
+        "attrs>=17",
+        "cython>=0.21",
+        "jinja2>=2.7",
+        'pytest; extra == "test"',
+        'dataclasses; (python_version < "3.7") and extra == "all"',
+    ]
+    assert 'requires-dist = ["six"' in repair.toml()
+    assert declared(tmp_path, None) is None
+    assert declared(tmp_path / "nothing", "x") is None
+
+
+def test_only_the_project_s_own_metadata_failure_counts(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    own = (
+        "error: The build backend returned an error\n  cause: Call to "
+        "`setuptools.build_meta:__legacy__.get_requires_for_build_wheel` failed\n"
+        f'  File "{project}/selfimport/__init__.py", line 4\n'
+        "ImportError: six version 1.10 or later must be installed"
+    )
+    assert failed_in_project(own, project)
+    dependency = (
+        "  × Failed to build `oldpkg==1.0`\n  ├─▶ The build backend returned an error\n"
+        '  File "setup.py", line 1\nImportError: x'
+    )
+    assert not failed_in_project(dependency, project)
+    assert not failed_in_project("No solution found when resolving dependencies", project)
+
+
+SELFIMPORT = {
+    "setup.py": """
+        from setuptools import setup
+        import selfimport  # as astropy's setup.py imports astropy
+        REQ = 'six>=' + selfimport.__minimum_six_version__
+        setup(name='selfimport', version='1.0', packages=['selfimport'],
+              install_requires=[REQ], extras_require={'test': ['pytest']})
+    """,
+    "selfimport/__init__.py": """
+        __minimum_six_version__ = '1.10'
+        try:
+            import six
+        except ImportError:
+            raise ImportError('six version 1.10 or later must be installed to use selfimport')
+    """,
+    "tests/test_it.py": """
+        import selfimport
+        def test_it():
+            assert selfimport.six.PY3
+    """,
+}
+
+
+@pytest.mark.network
+def test_a_setup_py_that_imports_its_project_gets_an_environment(
+    tmp_path: Path, index_reachable: None
+) -> None:
+    """uv's metadata build has no six, so the project's import fails there; given what setup.py
+    declares, the environment has six and pytest, and the era's pip installs the project."""
+    ws = git_repo(tmp_path / "ws", SELFIMPORT)
+    manager = EnvManager(tmp_path / "cache")
+    task = Task(instance_id="self-1", repo="test/selfimport", base_commit="HEAD")
+    when = datetime(2020, 6, 1, tzinfo=timezone.utc)
+    env = manager.ensure(manager.spec_for(task, ws, when), ws)
+    assert "six==" in env.lock and "pytest==" in env.lock
+    assert any("read from its files" in line for line in env.why), env.why
+    import subprocess
+
+    tenv = manager.for_task(env, ws, tmp_path / "scratch")
+    if tenv.setup_argv:
+        subprocess.run(tenv.setup_argv, cwd=ws, env=tenv.env, check=True, capture_output=True)
+    proc = subprocess.run(
+        [*tenv.test_prefix, "-q", "-p", "no:cacheprovider", "tests"],
+        cwd=ws,
+        env=tenv.env,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
