@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import os
+
 import httpx
 import pytest
+
+# pytest-xdist's workers start with COLUMNS=80 and LINES=24 in their environment, and rich fixes
+# a console's size for good from them when it is made (the CLI's, at its import): the tests'
+# own COLUMNS (CliRunner(env=...)) were then ignored, and wide tables came out 80 columns wide.
+for _name in ("COLUMNS", "LINES"):
+    os.environ.pop(_name, None)
 
 
 @pytest.fixture(scope="session")
