@@ -1,7 +1,7 @@
 """Executors: the same run on a Ray cluster gives the local executor's verdicts and loses nothing
 when a worker dies mid-task (a missing or misused Ray: test_executors_checks.py).
 
-The `ray` tests share one local cluster of two worker processes, started once per session the
+The `ray` tests share one local cluster of two worker processes, started once for this module the
 way `--executor ray` starts one; they skip with the reason when the ray extra is missing.
 """
 
@@ -62,9 +62,11 @@ def on_ray(test: F) -> F:
 # --------------------------------------------------------------------------- fixtures
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """One local cluster of two worker processes, started as `--executor ray` starts one."""
+    """One local cluster of two worker processes, started as `--executor ray` starts one.
+    Only this module's tests use it: stopped after them, not left running (its daemons take
+    CPU and memory) while the rest of the session runs."""
     if RAY_WHY:
         pytest.skip(RAY_WHY)
     from swebounty.executors.ray_cluster import RayCluster
