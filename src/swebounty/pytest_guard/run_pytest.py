@@ -36,6 +36,7 @@ PR_SET_DUMPABLE = 4
 
 def main():
     channel, config, restored = prepare()
+    _make_cache_dir(config["args"])
 
     # pytest, pluggy and unittest are imported before anything of the workspace runs: from the
     # path `site` would build, read from the .pth files without running a line of code in them
@@ -73,6 +74,19 @@ def main():
     finally:
         g.finish()
     sys.exit(int(code))
+
+
+def _make_cache_dir(args):
+    """Make the folder of `-o cache_dir=...` before pytest starts. pytest makes it when it
+    first writes its cache; a plugin with an ini option of the same name reads the harness's
+    value too (astropy 2-3's `cache_dir`, where astropy keeps its cache) and makes a folder in
+    it at each test's setup with os.mkdir: without this, every test of astropy-6938 erred
+    (FileNotFoundError: '.../swebounty-pytest-cache/astropy')."""
+    for at in range(1, len(args)):  # itertools.pairwise is Python 3.10's
+        value = args[at]
+        if args[at - 1] == "-o" and value.startswith("cache_dir=") and value[10:11] == "/":
+            with contextlib.suppress(OSError):  # pytest says so when it writes there
+                os.makedirs(value[10:], exist_ok=True)
 
 
 def prepare():
