@@ -10,6 +10,7 @@ from pathlib import Path
 
 from repo_helpers import git_repo
 from swebounty.testing import parse_junit, pytest_command, relocated
+from test_pytest_guard import _guarded_run
 
 # A plugin of the pep8/flakes kind: it keeps mtimes in the cache between runs.
 CONFTEST = """
@@ -51,3 +52,29 @@ def test_an_unsandboxed_run_moves_the_junit_file_and_the_cache_together(tmp_path
     assert f"--junitxml={tmp_path / 'junit.xml'}" in moved
     assert f"cache_dir={tmp_path / 'swebounty-pytest-cache'}" in moved
     assert not any("/tmp/swebounty" in a for a in moved) and len(moved) == len(args)
+
+
+# astropy 2-3's pytest plugin: an ini option named like pytest's own cache_dir (for astropy's
+# cache), and a folder made in it at each test's setup.
+ASTROPY_CACHE_CONFTEST = """
+import os
+
+def pytest_addoption(parser):
+    parser.addini("cache_dir", "the Astropy cache during tests", default=None)
+
+def pytest_runtest_setup(item):
+    cache_dir = item.config.getini("cache_dir")
+    path = os.path.join(cache_dir or "", "astropy")
+    if cache_dir and not os.path.exists(path):  # as astropy.config.paths.get_cache_dir
+        os.mkdir(path)
+"""
+
+
+def test_a_plugin_sharing_the_cache_dir_option_finds_its_folder(tmp_path: Path) -> None:
+    """`-o cache_dir=` reaches such a plugin too: its folder exists before the tests run."""
+    run = _guarded_run(
+        Path(sys.prefix), tmp_path, tamper=False, files={"base:conftest.py": ASTROPY_CACHE_CONFTEST}
+    )
+    assert run is not None and run.problems == []
+    assert run.statuses == {"tests/test_x.py::test_ok": "passed",
+                            "tests/test_x.py::test_bad": "failed"}  # fmt: skip

@@ -170,32 +170,6 @@ def _guarded_run(
     return read_channel(run.channel, key)
 
 
-# astropy 2-3's pytest plugin: an ini option named like pytest's own cache_dir (for astropy's
-# cache), and a folder made in it at each test's setup.
-ASTROPY_CACHE_CONFTEST = """
-import os
-
-def pytest_addoption(parser):
-    parser.addini("cache_dir", "the Astropy cache during tests", default=None)
-
-def pytest_runtest_setup(item):
-    cache_dir = item.config.getini("cache_dir")
-    path = os.path.join(cache_dir or "", "astropy")
-    if cache_dir and not os.path.exists(path):  # as astropy.config.paths.get_cache_dir
-        os.mkdir(path)
-"""
-
-
-def test_a_plugin_sharing_the_cache_dir_option_finds_its_folder(tmp_path: Path) -> None:
-    """`-o cache_dir=` reaches such a plugin too: its folder exists before the tests run."""
-    run = _guarded_run(
-        Path(sys.prefix), tmp_path, tamper=False, files={"base:conftest.py": ASTROPY_CACHE_CONFTEST}
-    )
-    assert run is not None and run.problems == []
-    assert run.statuses == {"tests/test_x.py::test_ok": "passed",
-                            "tests/test_x.py::test_bad": "failed"}  # fmt: skip
-
-
 @pytest.mark.parametrize("kind", ["current", pytest.param("old", marks=pytest.mark.network)])
 def test_the_guard_reports_honest_runs_and_catches_a_patched_runner(
     tmp_path: Path, kind: str
