@@ -275,6 +275,21 @@ def test_workspace_has_no_history(origin: dict[str, object], tmp_path: Path) -> 
     assert not (ws / ".git" / "hooks").exists()
 
 
+def test_pack_objects_copies_exactly_the_listed_objects(
+    origin: dict[str, object], tmp_path: Path
+) -> None:
+    """The one packer behind workspaces and submodule checkouts: what it is told, no link back."""
+    mirror, base = origin["repo"], str(origin["base"])
+    assert isinstance(mirror, Path)
+    listing = run(mirror, "rev-list", "--objects", f"{base}^{{tree}}")
+    dest = tmp_path / "dest"
+    repos.init_bare_minimum(dest)
+    objects = mirror / ".git" / "objects"
+    repos.pack_objects(dest / ".git", objects, f"{listing}\n".encode(), repos.isolated_git_env())
+    assert _all_objects(dest) == {line.split()[0] for line in listing.splitlines()}
+    assert not (dest / ".git" / "objects" / "info" / "alternates").exists()
+
+
 def test_workspace_is_deterministic(origin: dict[str, object], tmp_path: Path) -> None:
     mirror, base = origin["repo"], str(origin["base"])
     assert isinstance(mirror, Path)

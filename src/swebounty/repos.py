@@ -338,22 +338,21 @@ def _copy_tree_objects(
     packs = gitdir / "objects" / "pack"
     if pack_cache is not None and packcache.copy_into(pack_cache / tree, packs):
         return tree
-    listing = git(mirror, "rev-list", "--objects", tree).stdout
-    pack_env = {**env, "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(objects)}
-    git(
-        gitdir.parent,
-        "-c",
-        "pack.compression=0",
-        "pack-objects",
-        "-q",
-        "--window=0",
-        str(gitdir / "objects" / "pack" / "pack"),
-        input=listing,
-        env=pack_env,
-    )
+    pack_objects(gitdir, objects, git(mirror, "rev-list", "--objects", tree).stdout, env)
     if pack_cache is not None:
         packcache.keep(packs, pack_cache, tree)
     return tree
+
+
+def pack_objects(gitdir: Path, objects: Path, listing: bytes, env: dict[str, str]) -> None:
+    """Pack the objects `listing` names, read through `objects` (the mirror's), into `gitdir`.
+
+    Uncompressed and with no delta search (see `_copy_tree_objects`): the pack is thrown away.
+    """
+    alternate = {**env, "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(objects)}
+    opts = ("-c", "pack.compression=0", "pack-objects", "-q", "--window=0")
+    pack = str(gitdir / "objects" / "pack" / "pack")
+    git(gitdir.parent, *opts, pack, input=listing, env=alternate)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -45,6 +45,7 @@ from swebounty.repos import (
     init_bare_minimum,
     isolated_git_env,
     objects_and_tree,
+    pack_objects,
 )
 
 log = logging.getLogger(__name__)
@@ -242,17 +243,7 @@ def _check_out(workspace: Path, sub: Submodule, mirror: Path) -> None:
     try:
         init_bare_minimum(target)
         gitdir = target / ".git"
-        git(
-            target,
-            "-c",
-            "pack.compression=0",
-            "pack-objects",
-            "-q",
-            "--window=0",
-            str(gitdir / "objects" / "pack" / "pack"),
-            input=listing,
-            env={**env, "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(objects)},
-        )
+        pack_objects(gitdir, objects, listing, env)
         # The commit's parents are not here: a shallow repository says so, and git is content.
         (gitdir / "shallow").write_text(sub.commit + "\n")
         (gitdir / "HEAD").write_text(sub.commit + "\n")  # detached, as a submodule is
