@@ -16,6 +16,7 @@ from swebounty.collect.split import SplitRules, diff_lines, files_in, split_diff
     [
         ("tests/test_x.py", "test"),
         ("pkg/tests/helpers.py", "test"),
+        ("pint/testsuite/helpers.py", "test"),
         ("test_thing.py", "test"),
         ("pkg/thing_test.py", "test"),
         ("conftest.py", "test"),
@@ -89,6 +90,25 @@ def test_split_puts_tests_aside_and_keeps_docs_with_the_fix(tmp_path: Path) -> N
     assert len(split.patch) + len(split.test_patch) == len(raw.decode())
     added, old = diff_lines(split.patch)
     assert "a = 2" in added and "a = 1" in old
+
+
+def test_a_helper_in_a_testsuite_folder_stays_with_the_tests(tmp_path: Path) -> None:
+    # pint's layout: pint/testsuite/helpers.py is imported by the test modules beside it. In
+    # the reference patch it left the tests unable to import before the fix (pint-2264).
+    raw = _diff(
+        tmp_path,
+        {
+            "src/a.py": b"a = 2\n",
+            "src/testsuite/helpers.py": b"def helper():\n    return 2\n",
+            "src/testsuite/test_a.py": b"from .helpers import helper\n",
+        },
+    )
+    split = split_diff(raw)
+    assert sorted(files_in(split.test_patch)) == [
+        "src/testsuite/helpers.py",
+        "src/testsuite/test_a.py",
+    ]
+    assert files_in(split.patch) == ["src/a.py"]
 
 
 def test_binary_and_non_utf8_files_are_recorded_not_pasted(tmp_path: Path) -> None:

@@ -120,6 +120,7 @@ def test_patterns_in_other_shapes() -> None:
     assert flags("if 'pytest' in sys.argv[0]:") == {"detects_test_runner"}
     # The same code in a test file is the tests' business.
     assert flags("frame = sys._getframe(1)", path="tests/test_m.py") == set()
+    assert flags("frame = sys._getframe(1)", path="pkg/testsuite/helpers.py") == set()
     assert flags("# sys._getframe(1) would be a hack") == set()
 
 

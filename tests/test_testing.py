@@ -159,6 +159,8 @@ def test_test_files_keeps_test_modules_and_drops_the_rest() -> None:
             _diff("tests/fixtures.json", "+{}\n"),
             _diff("tests/helpers.py", "+def helper():\n"),
             _diff("tests/checks.py", "+def test_it():\n"),
+            _diff("pkg/testsuite/checks.py", "+def test_it():\n"),
+            _diff("pkg/testsuite/helpers.py", "+def helper():\n"),
             _diff("tests/test_a.py"),
         ]
     )
@@ -168,6 +170,7 @@ def test_test_files_keeps_test_modules_and_drops_the_rest() -> None:
         "tests/unittest_nodes.py",
         "app/tests.py",
         "tests/checks.py",
+        "pkg/testsuite/checks.py",
     ]
 
 

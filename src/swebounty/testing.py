@@ -48,7 +48,7 @@ class TestOutcome:
 # ---------------------------------------------------------------------------- which tests
 
 _TEST_MODULE = re.compile(r"^(test_.*|.*_tests?|tests?|unittest_.*)\.py$")
-_TEST_DIRS = {"test", "tests", "testing"}
+_TEST_DIRS = {"test", "tests", "testing", "testsuite"}  # testsuite: pint's
 # Python files that tests read as data (pylint's regrtest_data, pytest's example_scripts...).
 _DATA_DIRS = {"data", "testdata", "test_data", "regrtest_data", "example_scripts", "input"}
 _DEFINES_TESTS = re.compile(r"^\s*(?:async\s+)?def test|^\s*class Test|TestCase\b")
@@ -59,7 +59,7 @@ def test_files(test_patch: str, *, expected: Iterable[str] = ()) -> list[str]:
 
     Kept: `.py` files that are not deleted and either are named like test modules (test_*.py,
     *_test.py, *_tests.py, tests.py, unittest_*.py) outside data folders, or sit in a
-    test/tests/testing folder and define tests in the patch's lines. Dropped: conftest.py,
+    test/tests/testing/testsuite folder and define tests in the patch's lines. Dropped: conftest.py,
     __init__.py, data and fixtures. A file an `expected` id names (`path.py::...`) is always
     kept: the dataset says tests live there. A test patch that touches no test module (it
     only changes the data the tests read) runs the files the expected ids name, FAIL_TO_PASS

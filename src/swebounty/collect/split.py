@@ -22,9 +22,12 @@ from unidiff.patch import PatchSet
 FileKind = Literal["test", "code", "other", "binary"]
 
 # Directory names that hold tests in the ecosystems we meet (pytest, jest, go, cargo, maven...).
+# `testsuite`: pint keeps its tests and their helpers in pint/testsuite; without it a helper the
+# test modules import went to the reference patch, and the tests failed to import before it.
 DEFAULT_TEST_DIRS = [
     "tests",
     "test",
+    "testsuite",
     "__tests__",
     "e2e",
     "spec",

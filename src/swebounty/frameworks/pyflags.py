@@ -25,7 +25,7 @@ _CONFIG_NAMES = frozenset(
 )  # fmt: skip
 _COMPILED = (".pyc", ".pyo", ".so", ".pyd", ".dylib", ".dll", ".exe")
 _TEST_NAME = re.compile(r"^(test_.*|.*_tests?|tests?|unittest_.*|conftest)\.py$")
-_TEST_DIRS = {"test", "tests", "testing"}
+_TEST_DIRS = {"test", "tests", "testing", "testsuite"}  # testsuite: pint's
 _PYTEST_SECTION = re.compile(r"^\s*\[(tool:pytest|pytest|tool\.pytest[.\w]*)\]")
 _PYTEST_HOOKS = re.compile(r"pytest11|pytest_plugins|def pytest_\w+\s*\(")
 _SKIP = re.compile(
