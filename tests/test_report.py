@@ -236,3 +236,17 @@ def test_an_incomplete_token_count_is_shown_as_such(tmp_path: Path) -> None:
     ).read_text(encoding="utf-8")
     assert "1 attempts' token counts incomplete" in html
     assert "at least: incomplete" in html
+
+
+def test_report_templates_escape_and_refuse_a_missing_value() -> None:
+    """The run report and the funnel page both render through `templates()`."""
+    jinja2 = pytest.importorskip("jinja2")
+    from swebounty.report.html import templates
+
+    env = templates()
+    rendered = env.from_string("{{ x }}").render(x=EVIL)
+    assert "<script>" not in rendered and "&lt;script&gt;" in rendered
+    with pytest.raises(jinja2.UndefinedError):
+        env.from_string("{{ missing }}").render()
+    with pytest.raises(jinja2.TemplateNotFound):
+        env.get_template("no-such.html.j2")

@@ -12,9 +12,11 @@ import pytest
 
 import swebounty
 from swebounty.tasks import (
+    RecordError,
     Submission,
     Task,
     empty_submissions,
+    first_of_each,
     gold_submissions,
     load_predictions,
     load_tasks,
@@ -99,6 +101,21 @@ def test_malformed_line_and_missing_field_are_reported_and_skipped(tmp_path: Pat
     assert "line 2: not JSON" in messages
     assert "line 3: base_commit" in messages
     assert "duplicate instance_id" in messages
+
+
+def test_first_of_each_keeps_order_and_reports_every_later_copy(tmp_path: Path) -> None:
+    """What every dataset format's loader does with repeated ids (tasks.py and formats.py)."""
+    ids = ["octo__lib-1", "octo__lib-2", "octo__lib-1", "octo__lib-3", "octo__lib-1"]
+    tasks = [
+        Task.model_validate(RAW | {"instance_id": i, "version": str(n)}) for n, i in enumerate(ids)
+    ]
+    errors: list[RecordError] = []
+    kept = first_of_each(tasks, errors, tmp_path / "d.jsonl")
+    assert [(t.instance_id, t.version) for t in kept] == [
+        ("octo__lib-1", "0"), ("octo__lib-2", "1"), ("octo__lib-3", "3")
+    ]  # fmt: skip
+    assert [(e.where, e.source) for e in errors] == [("octo__lib-1", str(tmp_path / "d.jsonl"))] * 2
+    assert all(e.message == "duplicate instance_id; the first one is used" for e in errors)
 
 
 def test_missing_dataset_file_says_so(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ import importlib
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from swebounty.tasks import RecordError, Task, load_tasks
+from swebounty.tasks import RecordError, Task, first_of_each, load_tasks
 
 # name -> "module:attribute" of the format object; imported only when a file is read.
 FORMATS: dict[str, str] = {
@@ -59,18 +59,4 @@ def load_file(path: str | Path) -> tuple[list[Task], list[RecordError]]:
     if fmt is None:
         return load_tasks(path)
     tasks, errors = fmt.load(path)
-    seen: set[str] = set()
-    unique: list[Task] = []
-    for task in tasks:
-        if task.instance_id in seen:
-            errors.append(
-                RecordError(
-                    source=str(path),
-                    where=task.instance_id,
-                    message="duplicate instance_id; the first one is used",
-                )
-            )
-            continue
-        seen.add(task.instance_id)
-        unique.append(task)
-    return unique, errors
+    return first_of_each(tasks, errors, path), errors

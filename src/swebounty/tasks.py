@@ -344,21 +344,19 @@ def load_tasks(path: str | Path) -> tuple[list[Task], list[RecordError]]:
     if not path.exists():
         raise FileNotFoundError(f"dataset {path} does not exist")
     tasks, errors = _parse(path, Task)
-    seen: set[str] = set()
-    unique: list[Task] = []
+    return first_of_each(tasks, errors, path), errors
+
+
+def first_of_each(tasks: list[Task], errors: list[RecordError], source: Path) -> list[Task]:
+    """The first task of each instance id, in order; every later one is added to `errors`."""
+    first: dict[str, Task] = {}
     for task in tasks:
-        if task.instance_id in seen:
-            errors.append(
-                RecordError(
-                    source=str(path),
-                    where=task.instance_id,
-                    message="duplicate instance_id; the first one is used",
-                )
-            )
+        if task.instance_id not in first:
+            first[task.instance_id] = task
             continue
-        seen.add(task.instance_id)
-        unique.append(task)
-    return unique, errors
+        message = "duplicate instance_id; the first one is used"
+        errors.append(RecordError(source=str(source), where=task.instance_id, message=message))
+    return list(first.values())
 
 
 def load_predictions(path: str | Path) -> tuple[list[Submission], list[RecordError]]:

@@ -186,27 +186,18 @@ def _task(
     env = isolated_git_env()
     base = git(mirror, "rev-parse", f"{fix}^", env=env).stdout.decode().strip()
     test_dir = config["test_dir"]
-    if config["repo"] != DEMO_REPO:
-        return Task(
-            instance_id=spec["instance_id"],
-            repo=config["repo"],
-            base_commit=base,
-            problem_statement=spec["problem_statement"],
-            patch=_diff(mirror, base, fix, ".", f":(exclude){test_dir}"),
-            test_patch=_diff(mirror, base, fix, test_dir),
-            FAIL_TO_PASS=spec["FAIL_TO_PASS"],
-            PASS_TO_PASS=spec["PASS_TO_PASS"],
-            created_at=commit_date(mirror, fix),
-            version="0.1",
-            value_usd=spec["value_usd"],
-            value_source=VALUE_SOURCE,
-            ecosystem=config.get("ecosystem", "python"),
-            test_kind=config.get("test_kind", "unit"),
-            env_spec=EnvSpec(**config["env_spec"]) if "env_spec" in config else None,
+    if config["repo"] == DEMO_REPO:
+        # Just pytest: tinytext is imported from the workspace through pytest's `pythonpath`,
+        # so the demo needs no build backend (and no network) beyond pytest itself. One cutoff,
+        # before every base commit, for all tasks: one spec, so one environment they all share.
+        env_spec: EnvSpec | None = EnvSpec(
+            install=["pytest"], cutoff=DEMO_CUTOFF, install_project=False
         )
+    else:
+        env_spec = EnvSpec(**config["env_spec"]) if "env_spec" in config else None
     return Task(
         instance_id=spec["instance_id"],
-        repo=DEMO_REPO,
+        repo=config["repo"],
         base_commit=base,
         problem_statement=spec["problem_statement"],
         patch=_diff(mirror, base, fix, ".", f":(exclude){test_dir}"),
@@ -217,10 +208,9 @@ def _task(
         version="0.1",
         value_usd=spec["value_usd"],
         value_source=VALUE_SOURCE,
-        # Just pytest: tinytext is imported from the workspace through pytest's `pythonpath`,
-        # so the demo needs no build backend (and no network) beyond pytest itself. One cutoff,
-        # before every base commit, for all tasks: one spec, so one environment they all share.
-        env_spec=EnvSpec(install=["pytest"], cutoff=DEMO_CUTOFF, install_project=False),
+        ecosystem=config.get("ecosystem"),  # the Python demo's: unset, its files decide
+        test_kind=config.get("test_kind", "unit"),
+        env_spec=env_spec,
     )
 
 

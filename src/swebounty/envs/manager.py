@@ -104,15 +104,7 @@ class EnvManager:
             if isinstance(spec, ResolvedSpec)
             else literal_spec(spec, workspace, self.interpreters)
         )
-        builder = Builder(
-            self.cache,
-            self.interpreters,
-            offline=self.offline,
-            uv_bin=self.uv_bin,
-            memo=self._memo,
-            guard=self._guard,
-        )
-        env = builder.ensure(rspec, workspace)
+        env = self._builder().ensure(rspec, workspace)
         if env.project is not None and env.project.natives and env.spec.install_project:
             env = env.model_copy(update={"native": self._native(env, workspace)})
         return env
@@ -144,7 +136,11 @@ class EnvManager:
         """Rebuild `env`'s spec with the distributions of `modules` (what the base commit's
         skipped tests lacked; complete.py); `workspace` is a checkout of its base commit.
         True when the spec now has another environment: `ensure` returns it."""
-        builder = Builder(
+        return complete(self._builder(), env, modules, workspace)
+
+    def _builder(self) -> Builder:
+        """A builder over this manager's cache, memo and lock (it keeps nothing else)."""
+        return Builder(
             self.cache,
             self.interpreters,
             offline=self.offline,
@@ -152,7 +148,6 @@ class EnvManager:
             memo=self._memo,
             guard=self._guard,
         )
-        return complete(builder, env, modules, workspace)
 
     def for_task(self, env: Environment, workspace: Path, scratch: Path) -> TaskEnv:
         """The per-task layer in `scratch` and how to run tests with it. Call it after the

@@ -12,10 +12,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from swebounty.extras import require
+from swebounty.report.html import templates
 from swebounty.report.plots import INK, MUTED, _figure, _svg, colour
-
-TEMPLATES = Path(__file__).parent / "templates"
 
 
 def funnel_chart(funnel: Mapping[str, Any]) -> str:
@@ -45,18 +43,9 @@ def funnel_chart(funnel: Mapping[str, Any]) -> str:
 
 
 def render_funnel_page(funnel: Mapping[str, Any], *, title: str = "swebounty yield funnel") -> str:
-    require("report", "the HTML report", "jinja2", "matplotlib")
-    import jinja2
-
     from swebounty import __version__
 
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATES),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
+    env = templates()
     stages = list(funnel["stages"])
     repos = []
     for repo, row in funnel["repos"].items():

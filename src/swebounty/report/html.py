@@ -25,6 +25,7 @@ from swebounty.tasks import Submission, Task
 from swebounty.verdicts import Verdict
 
 if TYPE_CHECKING:
+    import jinja2
     from markupsafe import Markup  # jinja2's, so the `report` extra's
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -56,29 +57,34 @@ def write_report(
     return out
 
 
-def render_report(
-    runs: Sequence[ReportRun | tuple[Any, ...]], *, base_dir: Path, title: str = "swebounty report"
-) -> str:
-    """The report as a string; links to logs are made relative to `base_dir`."""
-    if not runs:
-        raise ValueError("no runs to report: pass at least one scored run")
+def templates() -> jinja2.Environment:
+    """The report's templates: autoescaped, and a missing value is an error, not a blank."""
     require("report", "the HTML report", "jinja2", "matplotlib")
     # Imported here: `import swebounty` must stay cheap.
     import jinja2
 
-    from swebounty import __version__
-
-    items = [ReportRun(*run) for run in runs]
-    # The leaderboard order is the order of every chart and section.
-    order = sorted(range(len(items)), key=lambda i: -_resolve_rate(items[i].score))
-    views = [_run_view(items[i], rank, base_dir) for rank, i in enumerate(order)]
-    env = jinja2.Environment(
+    return jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
     )
+
+
+def render_report(
+    runs: Sequence[ReportRun | tuple[Any, ...]], *, base_dir: Path, title: str = "swebounty report"
+) -> str:
+    """The report as a string; links to logs are made relative to `base_dir`."""
+    if not runs:
+        raise ValueError("no runs to report: pass at least one scored run")
+    from swebounty import __version__
+
+    env = templates()
+    items = [ReportRun(*run) for run in runs]
+    # The leaderboard order is the order of every chart and section.
+    order = sorted(range(len(items)), key=lambda i: -_resolve_rate(items[i].score))
+    views = [_run_view(items[i], rank, base_dir) for rank, i in enumerate(order)]
     env.filters.update(rate=format_rate, usd=format_usd)
     return env.get_template("report.html.j2").render(
         title=title,
