@@ -116,3 +116,35 @@ def test_a_setup_py_that_imports_its_project_gets_an_environment(
         text=True,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# As scikit-learn 0.20-0.22's setup.py: the keywords are a dict bound inside a function and
+# passed as `setup(**metadata)`, the requirements are formatted, the extras come from a dict
+# bound in a branch and spread into it.
+SKLEARN_LIKE = """\
+import sys
+NUMPY_MIN_VERSION = '1.11.0'
+if {'develop', 'egg_info'}.intersection(sys.argv):
+    extra_setuptools_args = dict(zip_safe=False,
+                                 extras_require={'alldeps': ('numpy >= {}'.format(NUMPY_MIN_VERSION),)})
+else:
+    extra_setuptools_args = dict()
+
+def setup_package():
+    metadata = dict(name='sklike', version='0.1',
+                    install_requires=['numpy>={}'.format(NUMPY_MIN_VERSION),
+                                      'scipy>=%s' % '0.17.0', 'joblib>=0.11'],
+                    **extra_setuptools_args)
+    from numpy.distutils.core import setup
+    setup(**metadata)
+
+if __name__ == '__main__':
+    setup_package()
+"""
+
+
+def test_setup_keywords_passed_as_a_dict_are_read(tmp_path: Path) -> None:
+    (tmp_path / "setup.py").write_text(SKLEARN_LIKE)
+    repair = declared(tmp_path, "sklike")
+    assert repair is not None
+    assert repair.requires == ["numpy", "scipy", "joblib>=0.11", 'numpy; extra == "alldeps"']

@@ -34,6 +34,7 @@ from typing import Any
 import uv as uv_package
 
 from swebounty.envs import buildcopy, prune
+from swebounty.envs.buildneeds import MAX_ADDED, distribution, missing_build_module
 from swebounty.envs.cache import (
     FAILED,
     READY,
@@ -219,6 +220,7 @@ class Builder:
                 )
                 pristine = project_files(tmp / "project")
             first_plan, plans = 0, max(1, len(spec.plans))
+            asked: list[str] = []  # modules the project's build imported and nothing declared
             walking = spec.model_copy(update={"plans": list(spec.plans)})
             while True:
                 outcome = self._walk_interpreters(
@@ -237,6 +239,20 @@ class Builder:
                     outcome["build_seconds"] = round(time.monotonic() - started, 2)
                     return self._save(spec_key, spec, outcome)
                 last = outcome
+                module = (
+                    missing_build_module(last.output)
+                    if last.step == "install the project"
+                    else None
+                )
+                if module and module not in asked and len(asked) < MAX_ADDED:
+                    # The project's own build imports what nothing declared (buildneeds.py).
+                    asked.append(module)
+                    walking.install = [*walking.install, distribution(module)]
+                    why.append(
+                        f"installing the project failed: its build imports {module}, which "
+                        f"nothing declares: {distribution(module)} added, resolved again"
+                    )
+                    continue
                 if last.kind not in _DROP_MAY_FIX or last.step == "install the project":
                     break
                 # A line of the plan that builds on no interpreter is dropped alone (prune.py)

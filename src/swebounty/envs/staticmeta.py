@@ -113,7 +113,9 @@ def _from_setup_py(project: Path) -> tuple[list[str], list[str], dict[str, list[
         return [], [], {}
     names: dict[str, ast.expr] = {}
     grown: dict[str, list[ast.expr]] = {}  # NAME.extend(...) / NAME.append(...)
-    for stmt in tree.body:
+    # Breadth first: a module-level binding wins over one in a branch or a function
+    # (scikit-learn binds `metadata = dict(...)` in setup_package() and calls setup(**metadata)).
+    for stmt in ast.walk(tree):
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
             target = stmt.targets[0]
             if isinstance(target, ast.Name) and target.id not in names:
@@ -133,7 +135,11 @@ def _from_setup_py(project: Path) -> tuple[list[str], list[str], dict[str, list[
     keywords: dict[str, ast.expr] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and _calls_setup(node.func):
-            keywords.update({kw.arg: kw.value for kw in node.keywords if kw.arg})
+            for kw in node.keywords:
+                if kw.arg:
+                    keywords[kw.arg] = kw.value
+                else:  # setup(**NAME): the dict NAME is bound to, as far as it can be read
+                    keywords.update(_keywords(kw.value, names))
 
     def strings(key: str) -> list[str]:
         value = keywords.get(key)
@@ -152,6 +158,29 @@ def _from_setup_py(project: Path) -> tuple[list[str], list[str], dict[str, list[
     return strings("install_requires"), strings("setup_requires"), extras
 
 
+def _keywords(node: ast.expr, names: dict[str, ast.expr], depth: int = 0) -> dict[str, ast.expr]:
+    """The keyword arguments a `**node` passes: a name bound to `dict(k=v, **more)` or to a
+    dict literal with string keys; nothing for anything else."""
+    if depth > _DEPTH:
+        return {}
+    if isinstance(node, ast.Name) and node.id in names:
+        return _keywords(names[node.id], names, depth + 1)
+    found: dict[str, ast.expr] = {}
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict":
+        for kw in node.keywords:
+            if kw.arg:
+                found[kw.arg] = kw.value
+            else:
+                found.update(_keywords(kw.value, names, depth + 1))
+    elif isinstance(node, ast.Dict):
+        for key, val in zip(node.keys, node.values, strict=False):
+            if key is None:  # {**more}
+                found.update(_keywords(val, names, depth + 1))
+            elif isinstance(key, ast.Constant) and isinstance(key.value, str):
+                found[key.value] = val
+    return found
+
+
 def _calls_setup(func: ast.expr) -> bool:
     return (isinstance(func, ast.Name) and func.id == "setup") or (
         isinstance(func, ast.Attribute) and func.attr == "setup"
@@ -161,8 +190,9 @@ def _calls_setup(func: ast.expr) -> bool:
 def _value(
     node: ast.expr, names: dict[str, ast.expr], grown: dict[str, list[ast.expr]], depth: int = 0
 ) -> Any:
-    """A lenient literal: strings, lists and dicts of them, names bound at module level (with
-    what `.extend()` added), `'lit' + unknown` cut to the literal; None for anything else."""
+    """A lenient literal: strings, lists and dicts (literal or `dict(...)`) of them, names
+    bound in the file (with what `.extend()` added), `'lit' + unknown`, `'lit{}'.format(...)`
+    and `'lit%s' % ...` cut to the literal; None for anything else."""
     if depth > _DEPTH:
         return None
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -179,6 +209,25 @@ def _value(
             added = _value(more, names, grown, depth + 1)
             value += added if isinstance(added, list) else []
         return value
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "format"
+        and isinstance(node.func.value, ast.Constant)
+        and isinstance(node.func.value.value, str)
+    ):  # 'numpy>={}'.format(NUMPY_MIN_VERSION): the literal up to the first field
+        return node.func.value.value.split("{", 1)[0]
+    if (
+        isinstance(node, ast.BinOp)
+        and isinstance(node.op, ast.Mod)
+        and isinstance(node.left, ast.Constant)
+        and isinstance(node.left.value, str)
+    ):  # 'numpy>=%s' % NUMPY_MIN_VERSION
+        return node.left.value.split("%", 1)[0]
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict":
+        given = _keywords(node, names)
+        literal = ast.Dict(keys=[ast.Constant(k) for k in given], values=list(given.values()))
+        return _value(literal, names, grown, depth + 1)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         left = _value(node.left, names, grown, depth + 1)
         right = _value(node.right, names, grown, depth + 1)
