@@ -6,14 +6,18 @@ package raising at import (as cfgrib does without the ecCodes library).
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from pathlib import Path
+
+import pytest
 
 from fake_index import calls, fake_uv, spec
 from repo_helpers import git_repo
 from swebounty.envs import DepSet, EnvManager
 from swebounty.envs.probe import collection_targets, probe, read_probe, top_level_owners
+from swebounty.envs.projectfiles import MAX_CONFIG_BYTES
 
 
 def test_a_broken_optional_package_is_left_out_and_a_missing_one_added(tmp_path: Path) -> None:
@@ -150,3 +154,28 @@ def test_a_configured_testpaths_is_the_projects_own_answer(tmp_path: Path) -> No
     )  # fmt: skip
     (ws / "tests").symlink_to(ws / "testsuite")
     assert collection_targets(ws) == ["src", "testsuite", "unit_tests"]
+
+
+def test_an_oversized_pytest_config_is_read_as_absent(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The repository decides how large pytest.ini is: one over the bound is not read whole,
+    its `testpaths` is not the answer, and the log says why. One at the bound still counts
+    (its `testpaths` on the last line: the file is read to its end, not cut short)."""
+    ws = tmp_path / "ws"
+    (ws / "pkg").mkdir(parents=True)
+    (ws / "pkg" / "__init__.py").write_text("")
+    tail = "testpaths = checks\n"
+    head = "[pytest]\n# " + "x" * (MAX_CONFIG_BYTES - 12 - len(tail)) + "\n"
+    (ws / "pytest.ini").write_text(head + tail)
+    assert (ws / "pytest.ini").stat().st_size == MAX_CONFIG_BYTES
+    assert collection_targets(ws) == []
+    (ws / "pytest.ini").write_text(head.replace("# ", "# x", 1) + tail)  # one byte over
+    with caplog.at_level(logging.WARNING, logger="swebounty.envs.projectfiles"):
+        assert collection_targets(ws) == ["pkg"]
+    assert "pytest.ini is larger than" in caplog.text
+    # A link is not the project's own file, whatever its size (as before the bound).
+    (ws / "pytest.ini").unlink()
+    (ws / "real.ini").write_text("[pytest]\ntestpaths = checks\n")
+    (ws / "pytest.ini").symlink_to(ws / "real.ini")
+    assert collection_targets(ws) == ["pkg"]

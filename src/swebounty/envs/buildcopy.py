@@ -19,6 +19,7 @@ import subprocess
 from datetime import datetime
 from pathlib import Path
 
+from swebounty.envs.projectfiles import read_config
 from swebounty.envs.releases import tag_release
 from swebounty.envs.switches import use_system_libraries
 from swebounty.repos import isolated_git_env
@@ -69,9 +70,9 @@ def commit_copy(project: Path) -> bool:
 def drop_egg_info_tags(project: Path) -> list[str]:
     """Remove the version tags of setup.cfg's `[egg_info]` section; returns those removed."""
     path = project / "setup.cfg"
-    if not path.is_file():
+    text = read_config(path)
+    if text is None:
         return []
-    text = path.read_text(encoding="utf-8", errors="replace")
     out: list[str] = []
     dropped: list[str] = []
     section = ""

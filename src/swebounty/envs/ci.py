@@ -11,6 +11,8 @@ from typing import Any
 
 import yaml
 
+from swebounty.envs.projectfiles import read_config
+
 log = logging.getLogger(__name__)
 
 _CI_KEY = re.compile(r"python[-_.]?versions?|python", re.I)
@@ -27,8 +29,10 @@ def ci_python_versions(root: Path) -> list[str]:
     found: set[str] = set()
     for path in files:
         try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:  # absent (most of these names), or unreadable
+            text = read_config(path)
+        except OSError:  # unreadable
+            continue
+        if text is None:  # absent (most of these names), or too large
             continue
         try:
             docs = list(yaml.load_all(text, Loader=yaml.BaseLoader))

@@ -31,6 +31,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from swebounty.envs.failures import StepFailed
+from swebounty.envs.projectfiles import read_config
 from swebounty.envs.steps import run_logged
 
 log = logging.getLogger(__name__)
@@ -144,9 +145,8 @@ def collection_targets(project: Path) -> list[str]:
     doc/) are not the tests any task runs, and importing them may run anything. Nothing
     recognisable: the whole root, as pytest would."""
     for name in _CONFIGS:
-        config = project / name
-        own = config.is_file() and not config.is_symlink()
-        if own and _TESTPATHS.search(config.read_text(errors="replace")):
+        text = read_config(project / name, follow_links=False)
+        if text is not None and _TESTPATHS.search(text):
             return []
     targets: list[str] = []
     for entry in sorted(project.iterdir()):

@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from swebounty.envs.ci import ci_python_versions
 from swebounty.envs.interpreters import PythonEvidence
 from swebounty.envs.models import DepSet
+from swebounty.envs.projectfiles import read_config
 from swebounty.envs.requirements import (
     clean_requirement,
     dependency_groups,
@@ -236,10 +237,11 @@ def _with_groups(
 
 def load_pyproject(root: Path) -> dict[str, Any]:
     path = root / "pyproject.toml"
-    if not path.is_file():
+    text = read_config(path)
+    if text is None:
         return {}
     try:
-        data: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8", errors="replace"))
+        data: dict[str, Any] = tomllib.loads(text)
         return data
     except tomllib.TOMLDecodeError as exc:
         log.warning("%s is not valid TOML (%s); ignored", path, exc)
@@ -259,7 +261,7 @@ def inputs_digest(root: Path) -> str:
 
 
 def _read(path: Path) -> str:
-    return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+    return read_config(path) or ""
 
 
 def _cfg(path: Path) -> dict[str, dict[str, str]]:

@@ -16,6 +16,8 @@ from typing import Any
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from swebounty.envs.projectfiles import read_config
+
 log = logging.getLogger(__name__)
 
 TEST_GROUPS = ("test", "tests", "testing", "dev")
@@ -69,7 +71,10 @@ def read_requirement_file(
         if not path.is_file():
             notes.append(f"requirement file {_rel(path, root)} does not exist; skipped")
         return lines, extras
-    text = path.read_text(encoding="utf-8", errors="replace")
+    text = read_config(path)
+    if text is None:
+        notes.append(f"requirement file {_rel(path, root)} is too large to read; skipped")
+        return lines, extras
     for raw in _logical_lines(text):
         line = _strip_upgrade(_strip_comment(raw))
         if not line:

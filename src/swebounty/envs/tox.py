@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from swebounty.envs.projectfiles import read_config
 from swebounty.envs.requirements import (
     _str_list,
     _strip_comment,
@@ -30,9 +31,9 @@ class ToxConfig:
 
     @classmethod
     def load(cls, root: Path, pyproject: dict[str, Any]) -> ToxConfig | None:
-        ini = root / "tox.ini"
-        if ini.is_file():
-            return cls(_ini_sections(ini.read_text(encoding="utf-8", errors="replace")), "tox.ini")
+        ini = read_config(root / "tox.ini")
+        if ini is not None:
+            return cls(_ini_sections(ini), "tox.ini")
         tool_tox = pyproject.get("tool", {}).get("tox", {})
         if isinstance(tool_tox.get("legacy_tox_ini"), str):
             return cls(_ini_sections(tool_tox["legacy_tox_ini"]), "pyproject.toml [tool.tox]")
@@ -47,9 +48,9 @@ class ToxConfig:
                 {"tox": {"envlist": ",".join(envs)}, "testenv": section},
                 "pyproject.toml [tool.tox]",
             )
-        cfg = root / "setup.cfg"
-        if cfg.is_file():
-            sections = _ini_sections(cfg.read_text(encoding="utf-8", errors="replace"))
+        cfg = read_config(root / "setup.cfg")
+        if cfg is not None:
+            sections = _ini_sections(cfg)
             if "tox:tox" in sections or "testenv" in sections:
                 sections["tox"] = sections.get("tox:tox", {})
                 return cls(sections, "setup.cfg")

@@ -1,0 +1,82 @@
+"""The project's configuration files are read bounded: one over MAX_CONFIG_BYTES is absent."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from swebounty.envs.buildcopy import drop_egg_info_tags
+from swebounty.envs.ci import ci_python_versions
+from swebounty.envs.project import load_pyproject
+from swebounty.envs.projectfiles import MAX_CONFIG_BYTES, read_config
+from swebounty.envs.requirements import read_requirement_file
+from swebounty.envs.tox import ToxConfig
+
+
+def padded(text: str, size: int) -> str:
+    """`text` and a comment line, `size` bytes in all: what it says is still read if read."""
+    return text + "#" * (size - len(text) - 1) + "\n"
+
+
+def test_read_config_reads_as_read_text_did(tmp_path: Path) -> None:
+    path = tmp_path / "setup.cfg"
+    path.write_bytes(b"[metadata]\r\nname = x\rversion = \xff1\n")
+    assert read_config(path) == path.read_text(encoding="utf-8", errors="replace")
+    assert read_config(path) == "[metadata]\nname = x\nversion = \ufffd1\n"
+    assert read_config(tmp_path / "absent.cfg") is None
+    assert read_config(tmp_path) is None  # a directory
+    link = tmp_path / "tox.ini"
+    link.symlink_to(path)
+    assert read_config(link) == read_config(path)
+    assert read_config(link, follow_links=False) is None
+
+
+def test_read_config_reads_up_to_the_bound_and_no_further(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "pyproject.toml"
+    path.write_text(padded("[project]\n", MAX_CONFIG_BYTES))
+    assert len(read_config(path) or "") == MAX_CONFIG_BYTES
+    path.write_text(padded("[project]\n", MAX_CONFIG_BYTES + 1))
+    with caplog.at_level(logging.WARNING, logger="swebounty.envs.projectfiles"):
+        assert read_config(path) is None
+    assert f"{path} is larger than {MAX_CONFIG_BYTES} bytes" in caplog.text
+
+
+def test_every_reader_of_the_project_treats_an_oversized_file_as_absent(tmp_path: Path) -> None:
+    over = MAX_CONFIG_BYTES + 1
+    small, big = tmp_path / "small", tmp_path / "big"
+    files = {
+        "pyproject.toml": '[project]\nname = "x"\n',
+        "tox.ini": "[tox]\nenvlist = py39\n[testenv]\ndeps = pytest\n",
+        "requirements.txt": "attrs==21.1\n",
+        ".travis.yml": "python:\n  - '3.9'\n",
+        "setup.cfg": "[egg_info]\ntag_build = .dev\n",
+    }
+    for root, size in ((small, None), (big, over)):
+        root.mkdir()
+        for name, text in files.items():
+            (root / name).write_text(text if size is None else padded(text, size))
+
+    # What each reads from a file of ordinary size...
+    assert load_pyproject(small)["project"]["name"] == "x"
+    tox = ToxConfig.load(small, {})
+    assert tox is not None and tox.source == "tox.ini"
+    notes: list[str] = []
+    assert read_requirement_file(small / "requirements.txt", small, None, notes)[0] == [
+        "attrs==21.1"
+    ]
+    assert ci_python_versions(small) == ["3.9"]
+    assert drop_egg_info_tags(small) == ["tag_build = .dev"]
+
+    # ...and from one over the bound: nothing, as if it were not there.
+    assert load_pyproject(big) == {}
+    assert ToxConfig.load(big, {}) is None  # setup.cfg is over the bound too
+    notes = []
+    assert read_requirement_file(big / "requirements.txt", big, None, notes) == ([], [])
+    assert notes == ["requirement file requirements.txt is too large to read; skipped"]
+    assert ci_python_versions(big) == []
+    before = (big / "setup.cfg").read_bytes()
+    assert drop_egg_info_tags(big) == [] and (big / "setup.cfg").read_bytes() == before
