@@ -32,6 +32,11 @@ if args[0] == "venv":
 if args[:2] == ["pip", "compile"]:
     text = open(next(a for a in args if a.endswith(".in"))).read()
     python = args[args.index("--python") + 1]
+    if "needslib-user" in text:  # an extra's package that needs a system library to build
+        excluded = open(args[args.index("--excludes") + 1]).read() if "--excludes" in args else ""
+        print(("" if "needslib" in excluded.split() else "needslib==0.1\\n") + "needslib-user==1.0")
+        print("six==1.16.0")
+        sys.exit(0)
     if "needslib" in text:
         sys.stderr.write("  x Failed to build `needslib==0.1`\\n  |-> The build backend returned "
                          "an error\\n  fatal error: lib/needed.h: No such file or directory\\n")
@@ -52,6 +57,11 @@ if args[:2] == ["pip", "compile"]:
         sys.exit(1)
     print("six==1.16.0")
     sys.exit(0)
+if args[:2] == ["pip", "install"] and "-r" in args:
+    if "needslib==" in open(args[args.index("-r") + 1]).read():  # built at install, like uv
+        sys.stderr.write("  x Failed to build `needslib==0.1`\\n  |-> The build backend returned "
+                         "an error\\n  fatal error: lib/needed.h: No such file or directory\\n")
+        sys.exit(1)
 sys.exit(0)  # pip install / freeze: nothing to do
 """
 
@@ -161,6 +171,41 @@ def test_a_package_missing_a_system_library_is_dropped_without_trying_older_pyth
     calls = [json.loads(c) for c in (tmp_path / "calls.jsonl").read_text().splitlines()]
     compiled = [c for c in calls if c[:2] == ["pip", "compile"] and ":all:" not in c]
     assert len(compiled) == 2  # with it on the newest Python, then without it
+
+
+def test_an_extra_s_package_missing_a_system_library_is_left_out_and_the_plan_kept(
+    tmp_path: Path,
+) -> None:
+    """networkx's `extra` extra brings pygraphviz (graphviz headers missing): the next plan
+    went without every extra, scipy too, and its tests skipped at import (networkx-8446)."""
+    ws = git_repo(tmp_path / "ws", {"README": "x\n"})
+    manager = EnvManager(tmp_path / "cache", uv_bin=fake_uv(tmp_path), offline=True)
+    spec = spec_with_plans(
+        [
+            DepSet(label="all extras", lines=["needslib-user", "six"]),
+            DepSet(label="test extras", lines=["six"]),
+        ]
+    )
+    env = manager.ensure(spec, ws)
+    assert "needslib-user==1.0" in env.lock and "needslib==" not in env.lock
+    why = "\n".join(env.why)
+    assert "needs a system library this machine lacks (lib/needed.h)" in why
+    assert "`needslib` left out, the rest of the plan kept" in why
+    assert "trying plan 2" not in why and "trying Python" not in why
+    calls = [json.loads(c) for c in (tmp_path / "calls.jsonl").read_text().splitlines()]
+    compiled = [c for c in calls if c[:2] == ["pip", "compile"] and ":all:" not in c]
+    assert "--excludes" not in compiled[0] and "--excludes" in compiled[-1]
+
+
+def test_a_package_the_project_itself_needs_is_not_left_out(tmp_path: Path) -> None:
+    ws = git_repo(tmp_path / "ws", {"README": "x\n"})
+    manager = EnvManager(tmp_path / "cache", uv_bin=fake_uv(tmp_path), offline=True)
+    spec = spec_with_plans([DepSet(label="tests", lines=["six"])])
+    spec.install = ["needslib-user"]  # what the project alone requires
+    with pytest.raises(EnvBuildError) as info:
+        manager.ensure(spec, ws)
+    assert info.value.kind == "system" and info.value.package == "needslib==0.1"
+    assert "left out" not in str(info.value)
 
 
 def test_when_nothing_builds_the_error_says_why_in_words(tmp_path: Path) -> None:

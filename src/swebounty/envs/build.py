@@ -15,7 +15,8 @@ step's failure kept in the build log and, in words, in the environment's report 
   interpreter; when it fails on every interpreter, the next, smaller plan is tried (the
   package may come from an extra: requests' `[security]` compiles cryptography 0.x); one
   that fails to build for want of a system library (`system`: no interpreter brings C
-  headers) is dropped from the plan at once (django's pylibmc without libmemcached);
+  headers) is dropped from the plan at once (django's pylibmc without libmemcached; when no
+  line names it, leaveout.py leaves it out of the resolution);
 - the exceptions to the date rule (yanked, deleted releases; tools for a newer interpreter)
   are resolve.py's.
 When everything fails, EnvBuildError says why in words: the class and the package at fault.
@@ -49,6 +50,7 @@ from swebounty.envs.candidate import Candidates, probing
 from swebounty.envs.environment import install_env, read_environment
 from swebounty.envs.failures import StepFailed, advice
 from swebounty.envs.interpreters import Interpreter, find
+from swebounty.envs.leaveout import leave_out
 from swebounty.envs.models import EnvBuildError, Environment, ResolvedSpec
 from swebounty.envs.natives import seed
 from swebounty.envs.prune import MAX_DROPS
@@ -267,6 +269,10 @@ class Builder:
                             f"plan {last.plan + 1}: `{line}` fails on every interpreter "
                             f"({last.describe()}): dropped alone, the rest of the plan kept"
                         )
+                        continue
+                    # No line names it (an extra's): left out, the other extras kept.
+                    if line is None and leave_out(last, uvr, candidates[0], walking, tmp, why):
+                        first_plan = last.plan
                         continue
                 # A package that builds on no interpreter may come from an extra: the next,
                 # smaller plan goes without it.

@@ -87,6 +87,9 @@ class Uv:
         self.fixes = Repairs(sdist_dir, log_path.with_name("repaired-metadata.toml"))
         # Packages `compile` takes as wheels only, never built from source (wheels.py).
         self.only_binary: tuple[str, ...] = ()
+        # Packages every `compile` of this build leaves out: no line asks for them and they
+        # build nowhere here for want of a system library (prune.optional).
+        self.excludes: list[str] = []
 
     def run(
         self,
@@ -128,7 +131,8 @@ class Uv:
         """Resolve `requirements` at `cutoff`; packages in `allow` up to their own date. The
         build tools are kept to those of `tools_cutoff` (default: the cutoff). With
         `annotate`, each pin ends with `# via ...` (what asked for it). Packages named in
-        `excludes` are left out, even where something requires them."""
+        `excludes` (and the build's own, `self.excludes`) are left out, even where something
+        requires them."""
         args = ["pip", "compile", "--quiet", "--no-header"]
         args += ["--annotation-style", "line"] if annotate else ["--no-annotate"]
         args += ["--python", str(python)]
@@ -140,6 +144,7 @@ class Uv:
             args += ["--constraints", str(path)]
         for name in self.only_binary:
             args += ["--only-binary", name]
+        excludes = [*self.excludes, *(e for e in excludes or [] if e not in self.excludes)]
         if excludes:
             path = requirements.with_name("excludes.txt")
             path.write_text("".join(e + "\n" for e in excludes), encoding="utf-8")
