@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import uv as uv_package
 
+from env_helpers import build_env, run_tests
 from repo_helpers import git_repo
 from swebounty.envs import (
     EnvBuildError,
@@ -84,8 +85,7 @@ def built(
     uv_bin, counter = counting_uv(tmp)
     ws = git_repo(tmp / "ws", PROJECT)
     manager = EnvManager(tmp / "cache", uv_bin=uv_bin)
-    task = Task(instance_id="tiny-1", repo="test/tinyproj", base_commit="HEAD")
-    env = manager.ensure(manager.spec_for(task, ws, MODERN), ws)
+    env = build_env(manager, ws, MODERN, "tiny-1", "test/tinyproj")
     return manager, env, ws, counter
 
 
@@ -158,14 +158,7 @@ def test_tests_import_the_workspace_not_a_copy(
     assert tenv.setup_argv is None  # pure Python, packaging unchanged: nothing to run
     assert env.interpreter_prefix in tenv.ro_paths and env.path in tenv.ro_paths
     assert tenv.env["PIP_NO_INDEX"] == "1" and "PIP_FIND_LINKS" not in tenv.env
-    proc = subprocess.run(
-        [*tenv.test_prefix, "-q", "-p", "no:cacheprovider", "tests"],
-        cwd=ws,
-        env=tenv.env,
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    run_tests(tenv, ws)
     script = subprocess.run(["tiny"], cwd=ws, env=tenv.env, capture_output=True, text=True)
     assert script.stdout.strip() == "tiny 2"
 
@@ -200,8 +193,7 @@ def test_changed_packaging_gets_a_real_offline_install(
 
 def _ensure_in_process(cache: str, ws: str, uv_bin: str, out: str) -> None:
     manager = EnvManager(Path(cache), uv_bin=Path(uv_bin))
-    task = Task(instance_id="tiny-c", repo="test/tinyproj", base_commit="HEAD")
-    env = manager.ensure(manager.spec_for(task, Path(ws), MODERN), Path(ws))
+    env = build_env(manager, Path(ws), MODERN, "tiny-c", "test/tinyproj")
     Path(out).write_text(json.dumps({"key": env.key, "python": str(env.python)}))
 
 
@@ -365,8 +357,7 @@ def test_version_file_generated_at_install_reaches_the_workspace(
     }
     base = git_repo(tmp_path / "base", files)
     manager = EnvManager(tmp_path / "cache")
-    task = Task(instance_id="vcs-1", repo="test/vcsproj", base_commit="HEAD")
-    env = manager.ensure(manager.spec_for(task, base, MODERN), base)
+    env = build_env(manager, base, MODERN, "vcs-1", "test/vcsproj")
     assert env.project is not None
     # An editable install the per-task layer can replay, not a copy installed per task.
     assert env.project.mode == "pth" and env.project.editable, env.project.why
@@ -377,11 +368,4 @@ def test_version_file_generated_at_install_reaches_the_workspace(
     assert not (ws / "src/vcsproj/_version.py").exists()
     tenv = manager.for_task(env, ws, tmp_path / "scratch")
     assert tenv.setup_argv is None
-    proc = subprocess.run(
-        [*tenv.test_prefix, "-q", "-p", "no:cacheprovider", "tests"],
-        cwd=ws,
-        env=tenv.env,
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    run_tests(tenv, ws)

@@ -3,16 +3,15 @@
 
 from __future__ import annotations
 
-import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
+from env_helpers import build_env, run_tests
 from repo_helpers import git_repo
 from swebounty.envs import EnvManager
 from swebounty.envs.buildneeds import distribution, missing_build_module
-from swebounty.tasks import Task
 
 # As pip 19 printed scikit-learn 0.21's failed install (trimmed).
 PROJECT_IMPORT = """\
@@ -86,19 +85,8 @@ def test_a_build_that_imports_an_undeclared_module_gets_it(
     with it, tabulate is resolved at the cutoff, the project installs and its tests pass."""
     ws = git_repo(tmp_path / "ws", BUILDNEED)
     manager = EnvManager(tmp_path / "cache")
-    task = Task(instance_id="buildneed-1", repo="test/buildneed", base_commit="HEAD")
     when = datetime(2021, 6, 1, tzinfo=timezone.utc)
-    env = manager.ensure(manager.spec_for(task, ws, when), ws)
+    env = build_env(manager, ws, when, "buildneed-1", "test/buildneed")
     assert "tabulate==" in env.lock
     assert any("its build imports tabulate" in line for line in env.why), env.why
-    tenv = manager.for_task(env, ws, tmp_path / "scratch")
-    if tenv.setup_argv:
-        subprocess.run(tenv.setup_argv, cwd=ws, env=tenv.env, check=True, capture_output=True)
-    proc = subprocess.run(
-        [*tenv.test_prefix, "-q", "-p", "no:cacheprovider", "tests"],
-        cwd=ws,
-        env=tenv.env,
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    run_tests(manager.for_task(env, ws, tmp_path / "scratch"), ws)

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from env_helpers import build_env
 from repo_helpers import git_repo
 from swebounty.envs import EnvManager
 from swebounty.envs.companions import _python_sources, import_roots, imports_any
-from swebounty.tasks import Task
 
 
 def test_import_roots_are_the_packages_at_the_root_or_in_src(tmp_path: Path) -> None:
@@ -63,10 +63,8 @@ def test_only_the_projects_companions_come_from_the_commits_month(
             "tests/test_x.py": "def test_x():\n    pass\n",
         },
     )
-    manager = EnvManager(tmp_path / "cache")
-    task = Task(instance_id="c-1", repo="test/companion", base_commit="HEAD")
     when = datetime(2021, 5, 25, 12, tzinfo=timezone.utc)
-    env = manager.ensure(manager.spec_for(task, ws, when), ws)
+    env = build_env(EnvManager(tmp_path / "cache"), ws, when, "c-1", "test/companion")
     lock = env.lock.split()
     assert "sphinxcontrib-serializinghtml==1.1.5" in lock
     assert "jinja2==2.11.3" in lock  # not May's 3.0.1

@@ -8,7 +8,6 @@ failure classes: test_envs_fallbacks.py.
 
 from __future__ import annotations
 
-import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -16,8 +15,9 @@ from typing import Any
 import httpx
 import pytest
 
+from env_helpers import build_env, run_tests
 from repo_helpers import git_repo
-from swebounty.envs import EnvManager
+from swebounty.envs import Environment, EnvManager
 from swebounty.envs.buildcopy import drop_egg_info_tags
 from swebounty.envs.failures import StepFailed
 from swebounty.envs.interpreters import first_release
@@ -29,25 +29,9 @@ from swebounty.tasks import Task
 UTC = timezone.utc
 
 
-def build(tmp_path: Path, ws: Path, when: datetime) -> tuple[EnvManager, Any]:
+def build(tmp_path: Path, ws: Path, when: datetime) -> tuple[EnvManager, Environment]:
     manager = EnvManager(tmp_path / "cache")
-    task = Task(instance_id="era-1", repo="test/era", base_commit="HEAD")
-    return manager, manager.ensure(manager.spec_for(task, ws, when), ws)
-
-
-def run_tests(manager: EnvManager, env: Any, ws: Path, scratch: Path) -> str:
-    tenv = manager.for_task(env, ws, scratch)
-    if tenv.setup_argv:
-        subprocess.run(tenv.setup_argv, cwd=ws, env=tenv.env, check=True, capture_output=True)
-    proc = subprocess.run(
-        [*tenv.test_prefix, "-q", "-p", "no:cacheprovider", "tests"],
-        cwd=ws,
-        env=tenv.env,
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return proc.stdout
+    return manager, build_env(manager, ws, when, "era-1", "test/era")
 
 
 # ----------------------------------------------------------------------------- 2020: dated tags
@@ -94,7 +78,7 @@ def test_a_dated_dev_version_and_a_marker_keyed_extra_build(
     assert "six==" in env.lock and "colorama" not in env.lock
     assert not any(":sys_platform" in p.extras for p in env.spec.plans)
     assert env.project is not None and env.project.mode == "pth", env.project
-    assert "1 passed" in run_tests(manager, env, ws, tmp_path / "scratch")
+    assert "1 passed" in run_tests(manager.for_task(env, ws, tmp_path / "scratch"), ws)
 
 
 # ----------------------------------------------------------------------- version asked at import
@@ -144,10 +128,11 @@ def test_a_project_that_asks_git_its_version_at_import_sees_the_release(
     pytest-astropy-header took it for astropy 2 (every test of astropy-12907 erred)."""
     ws = git_repo(tmp_path / "ws", SCM_AT_IMPORT)
     manager = EnvManager(tmp_path / "cache")
-    task = Task(instance_id="scm-1", repo="test/scm", base_commit="HEAD", version="1.4.0")
-    env = manager.ensure(manager.spec_for(task, ws, datetime(2024, 6, 1, tzinfo=UTC)), ws)
+    env = build_env(
+        manager, ws, datetime(2024, 6, 1, tzinfo=UTC), "scm-1", "test/scm", version="1.4.0"
+    )
     assert env.project is not None and env.project.version_env, env.why
-    assert "1 passed" in run_tests(manager, env, ws, tmp_path / "scratch")
+    assert "1 passed" in run_tests(manager.for_task(env, ws, tmp_path / "scratch"), ws)
 
 
 # ----------------------------------------------------------------------------- 2019: deleted
@@ -214,7 +199,7 @@ def test_a_dependency_whose_old_releases_were_deleted_takes_its_oldest(
     # Everything else stays at the cutoff: pytest is the one of May 2019.
     pytest_pin = next(p for p in env.lock.split() if p.startswith("pytest=="))
     assert pytest_pin.startswith("pytest==4.")
-    assert "1 passed" in run_tests(manager, env, ws, tmp_path / "scratch")
+    assert "1 passed" in run_tests(manager.for_task(env, ws, tmp_path / "scratch"), ws)
 
 
 # ----------------------------------------------------------------------------- 2014: new Python
@@ -259,4 +244,4 @@ def test_an_interpreter_newer_than_the_era_gets_tools_that_run_on_it(
     pins = dict(p.split("==") for p in env.lock.split() if "==" in p)
     assert pins["pytest"] != "2.3.4"  # the project's pin of its era's test runner gave way
     assert any("requirements.txt used" in w for w in env.why)
-    assert "1 passed" in run_tests(manager, env, ws, tmp_path / "scratch")
+    assert "1 passed" in run_tests(manager.for_task(env, ws, tmp_path / "scratch"), ws)

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from env_helpers import build_env, run_tests
 from repo_helpers import git_repo
 from swebounty.envs import EnvManager
 from swebounty.envs.staticmeta import declared, failed_in_project
-from swebounty.tasks import Task
 
 # As astropy 2.0's setup.py: the requirement is built from the package's own attribute, the
 # build requirements grow by .extend(), the extras are a name bound at module level.
@@ -98,24 +98,11 @@ def test_a_setup_py_that_imports_its_project_gets_an_environment(
     declares, the environment has six and pytest, and the era's pip installs the project."""
     ws = git_repo(tmp_path / "ws", SELFIMPORT)
     manager = EnvManager(tmp_path / "cache")
-    task = Task(instance_id="self-1", repo="test/selfimport", base_commit="HEAD")
     when = datetime(2020, 6, 1, tzinfo=timezone.utc)
-    env = manager.ensure(manager.spec_for(task, ws, when), ws)
+    env = build_env(manager, ws, when, "self-1", "test/selfimport")
     assert "six==" in env.lock and "pytest==" in env.lock
     assert any("read from its files" in line for line in env.why), env.why
-    import subprocess
-
-    tenv = manager.for_task(env, ws, tmp_path / "scratch")
-    if tenv.setup_argv:
-        subprocess.run(tenv.setup_argv, cwd=ws, env=tenv.env, check=True, capture_output=True)
-    proc = subprocess.run(
-        [*tenv.test_prefix, "-q", "-p", "no:cacheprovider", "tests"],
-        cwd=ws,
-        env=tenv.env,
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    run_tests(manager.for_task(env, ws, tmp_path / "scratch"), ws)
 
 
 # As scikit-learn 0.20-0.22's setup.py: the keywords are a dict bound inside a function and
