@@ -9,6 +9,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 from test_pytest_guard import _guarded_run, _plugin_site
 
 REFUSED = "a test report is a <class '{}'>, not pytest's TestReport nor an installed plugin's"
@@ -51,46 +53,38 @@ reportplugin.PluginReport.outcome = property(lambda self: "passed", lambda self,
 """
 
 
-def test_a_conftest_report_class_is_refused(tmp_path: Path) -> None:
-    run = _guarded_run(
-        Path(sys.prefix), tmp_path, tamper=False, files={"conftest.py": CONFTEST_SUBCLASS}
-    )
-    assert run is not None
-    assert run.statuses["tests/test_x.py::test_bad"] == "passed"  # forged, and flagged:
-    assert run.problems[0] == REFUSED.format("conftest.SubTestReport")
-    assert any("hook pytest_runtest_makereport" in p for p in run.problems)
-
-
-def test_a_conftest_report_class_is_refused_beside_an_installed_plugin_s(tmp_path: Path) -> None:
-    site = _plugin_site(tmp_path)
-    run = _guarded_run(
-        Path(sys.prefix), tmp_path / "run", tamper=False, site=site,
-        files={"conftest.py": CONFTEST_SUBCLASS},
-    )  # fmt: skip
-    assert run is not None and run.problems[0] == REFUSED.format("conftest.SubTestReport")
-
-
-def test_a_class_put_in_the_plugin_s_place_is_refused(tmp_path: Path) -> None:
+INIT = "def f():\n    return 1\n"  # the package the tests import, before the submission's lines
+HOOK = (
+    "hook pytest_runtest_makereport is implemented by WS/conftest.py, which the submission changed"
+)
+CHANGED_AFTER = (
+    "the test report class <class 'reportplugin.PluginReport'> was changed after the plugins loaded"
+)
+# attack -> (an installed plugin beside it, the submission's files, every problem the guard names)
+ATTACKS = {
+    "conftest-class": (
+        False, {"conftest.py": CONFTEST_SUBCLASS}, [REFUSED.format("conftest.SubTestReport"), HOOK]
+    ),
+    "conftest-class-beside-an-installed-plugin-s": (
+        True, {"conftest.py": CONFTEST_SUBCLASS}, [REFUSED.format("conftest.SubTestReport"), HOOK]
+    ),
     # The hook making the reports is the installed plugin's, genuine: only the class tells.
-    site = _plugin_site(tmp_path)
-    init = "def f():\n    return 1\n" + SPOOFED
-    run = _guarded_run(
-        Path(sys.prefix), tmp_path, tamper=False, site=site, files={"pkg/__init__.py": init}
-    )
-    assert run is not None
-    assert run.statuses["tests/test_x.py::test_bad"] == "passed"  # forged, and flagged:
-    assert run.problems == [REFUSED.format("reportplugin.PluginReport")]
+    "a-class-put-in-the-plugin-s-place": (
+        True, {"pkg/__init__.py": INIT + SPOOFED}, [REFUSED.format("reportplugin.PluginReport")]
+    ),
+    "the-plugin-s-class-changed-after-it-loaded": (
+        True, {"pkg/__init__.py": INIT + CHANGED}, [CHANGED_AFTER]
+    ),
+}  # fmt: skip
 
 
-def test_the_plugin_s_class_changed_after_it_loaded_is_refused(tmp_path: Path) -> None:
-    site = _plugin_site(tmp_path)
-    init = "def f():\n    return 1\n" + CHANGED
-    run = _guarded_run(
-        Path(sys.prefix), tmp_path, tamper=False, site=site, files={"pkg/__init__.py": init}
-    )
+@pytest.mark.parametrize(("plugin", "files", "problems"), ATTACKS.values(), ids=ATTACKS)
+def test_a_forged_report_class_is_refused(
+    tmp_path: Path, plugin: bool, files: dict[str, str], problems: list[str]
+) -> None:
+    site = _plugin_site(tmp_path) if plugin else None
+    run = _guarded_run(Path(sys.prefix), tmp_path / "run", tamper=False, site=site, files=files)
     assert run is not None
     assert run.statuses["tests/test_x.py::test_bad"] == "passed"  # forged, and flagged:
-    assert run.problems == [
-        "the test report class <class 'reportplugin.PluginReport'> was changed after the "
-        "plugins loaded"
-    ]
+    ws = str(tmp_path / "run" / "ws")
+    assert [p.replace(ws, "WS") for p in run.problems] == problems
