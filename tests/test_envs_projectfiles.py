@@ -9,8 +9,9 @@ import pytest
 
 from swebounty.envs.buildcopy import drop_egg_info_tags
 from swebounty.envs.ci import ci_python_versions
+from swebounty.envs.node_project import read_project
 from swebounty.envs.project import load_pyproject
-from swebounty.envs.projectfiles import MAX_CONFIG_BYTES, read_config
+from swebounty.envs.projectfiles import MAX_CONFIG_BYTES, read_config, read_head
 from swebounty.envs.requirements import read_requirement_file
 from swebounty.envs.tox import ToxConfig
 
@@ -80,3 +81,35 @@ def test_every_reader_of_the_project_treats_an_oversized_file_as_absent(tmp_path
     assert ci_python_versions(big) == []
     before = (big / "setup.cfg").read_bytes()
     assert drop_egg_info_tags(big) == [] and (big / "setup.cfg").read_bytes() == before
+
+
+def test_node_readers_treat_an_oversized_file_as_absent(tmp_path: Path) -> None:
+    pkg = '{"scripts": {"test": "jest"}, "engines": {"node": ">=16"}}'
+    files = {".nvmrc": "v18\n", ".travis.yml": "language: node_js\nnode_js:\n  - 16\n"}
+    small, big = tmp_path / "small", tmp_path / "big"
+    for root, size in ((small, None), (big, MAX_CONFIG_BYTES + 1)):
+        root.mkdir()
+        (root / "package.json").write_text(pkg)
+        for name, text in files.items():
+            (root / name).write_text(text if size is None else padded(text, size))
+    project = read_project(small)
+    assert project.constraints.pinned == "18" and project.constraints.matrix == (16,)
+    project = read_project(big)
+    assert project.constraints.pinned is None and project.constraints.matrix == ()
+    assert project.constraints.engines == ">=16"  # package.json itself is of ordinary size
+    (big / "package.json").write_text(pkg + " " * MAX_CONFIG_BYTES)
+    with pytest.raises(ValueError, match=r"package\.json is larger than"):
+        read_project(big)
+    (big / "package.json").write_bytes(b'{"description": "\xff"}')
+    with pytest.raises(UnicodeDecodeError):  # as strict as before: not valid UTF-8, not read
+        read_project(big)
+
+
+def test_read_head_is_the_start_of_read_text(tmp_path: Path) -> None:
+    path = tmp_path / "yarn.lock"
+    text = "__metadata:\r\n  version: 6\r\n" + "\u00e9\U0001f600\r\n" * 5000
+    path.write_text(text, newline="")
+    whole = path.read_text(errors="replace")
+    for chars in (1, 13, 300, 2000, 4000, len(whole) + 10):
+        assert read_head(path, chars) == whole[:chars], chars
+    assert read_head(tmp_path / "pnpm-lock.yaml", 300) == ""

@@ -37,6 +37,7 @@ from swebounty.envs.node_workspaces import (
     link_modules,
     nested_packages,
 )
+from swebounty.envs.projectfiles import read_head
 from swebounty.tasks import Task
 
 log = logging.getLogger(__name__)
@@ -144,11 +145,11 @@ class NodeEnvs:
     ) -> str:
         if project.manager == "yarn":
             lock = workspace / "yarn.lock"
-            berry = lock.is_file() and "__metadata:" in lock.read_text(errors="replace")[:2000]
+            berry = "__metadata:" in read_head(lock, 2000)
             return DEFAULT_YARN_BERRY if berry else DEFAULT_YARN1
         if project.manager == "pnpm":
             lock = workspace / "pnpm-lock.yaml"
-            text = lock.read_text(errors="replace")[:300] if lock.is_file() else ""
+            text = read_head(lock, 300)
             m = re.search(r"lockfileVersion:\s*'?([\d.]+)", text)
             number = float(m[1]) if m else 9.0
             return next(v for bound, v in _PNPM_FOR_LOCKFILE if number < bound)

@@ -16,6 +16,7 @@ from typing import Any
 
 from swebounty.envs.node_scripts import RunnerCall, find_runner, other_runner_calls
 from swebounty.envs.node_versions import Constraints, normalize_pin
+from swebounty.envs.projectfiles import MAX_CONFIG_BYTES, read_config, read_head
 
 LOCKFILES = {
     "package-lock.json": "npm",
@@ -46,7 +47,10 @@ def read_package(workspace: Path) -> dict[str, Any]:
     path = workspace / "package.json"
     if not path.is_file():
         raise ValueError(f"{path} does not exist: not a Node project at this commit")
-    data = json.loads(path.read_text(encoding="utf-8"))
+    text = read_config(path, errors="strict")
+    if text is None:
+        raise ValueError(f"{path} is larger than {MAX_CONFIG_BYTES} bytes: not read")
+    data = json.loads(text)
     if not isinstance(data, dict):
         raise ValueError("package.json is not a JSON object")
     return data
@@ -57,9 +61,9 @@ def read_project(workspace: Path) -> NodeProject:
     why: list[str] = []
     pinned = None
     for name in (".nvmrc", ".node-version"):
-        f = workspace / name
-        if f.is_file():
-            lines = f.read_text(errors="replace").strip().splitlines()
+        text = read_config(workspace / name)
+        if text is not None:
+            lines = text.strip().splitlines()
             pinned = normalize_pin(lines[0] if lines else "")
             if pinned:
                 why.append(f"{name} says {pinned}")
@@ -100,7 +104,7 @@ def read_project(workspace: Path) -> NodeProject:
 
 
 def _lockfile_version(path: Path) -> int | None:
-    text = path.read_text(encoding="utf-8", errors="replace")[:4000]
+    text = read_head(path, 4000)
     m = re.search(r'"lockfileVersion"\s*:\s*(\d+)|^lockfileVersion:\s*\'?(\d+)', text, re.M)
     return int(m[1] or m[2]) if m else None
 
@@ -127,9 +131,10 @@ def ci_matrix(workspace: Path) -> list[int]:
     files += [workspace / ".travis.yml"]
     majors: set[int] = set()
     for f in files:
-        if not f.is_file():
+        text = read_config(f)
+        if text is None:
             continue
-        lines = f.read_text(errors="replace").splitlines()
+        lines = text.splitlines()
         for i, line in enumerate(lines):
             m = _MATRIX_KEY.match(line)
             if not m:
