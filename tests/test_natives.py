@@ -193,3 +193,56 @@ def test_a_base_that_cannot_build_names_what_it_lacks() -> None:
         "build the extensions failed: the C header ft2build.h is missing: a system "
         "library's development package is not installed"
     )
+
+
+# A setup.py that counts its compiles in a file outside the project (the build copies differ).
+COUNTED = """\
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+
+class counted(build_ext):
+    def build_extensions(self):
+        compile = self.compiler.compile
+
+        def counting(*args, **kwargs):
+            with open({count!r}, "a") as f:
+                f.write("compiled\\n")
+            return compile(*args, **kwargs)
+
+        self.compiler.compile = counting
+        build_ext.build_extensions(self)
+
+
+setup(name="cext", version="0.1", packages=["cext"], cmdclass={{"build_ext": counted}},
+      ext_modules=[Extension("cext._fast", ["cext/_fast.c"])])
+"""
+
+
+@pytest.mark.network
+def test_a_second_spec_on_the_same_tree_compiles_nothing(
+    tmp_path: Path, index_reachable: None
+) -> None:
+    """Two base commits a week apart with the same build inputs have specs of their own (the
+    exact cutoffs differ) and one environment (the shared cutoff's lock): the second
+    environment build places the first's extensions, and the era's in-place build (pip 19,
+    `setup.py develop`) finds them up to date. Without the rule it compiled the tree again."""
+    from datetime import datetime, timezone
+
+    from env_helpers import build_env, run_tests
+    from swebounty.envs import EnvManager
+
+    count = tmp_path / "compiles.txt"
+    files = {**FILES, "setup.py": COUNTED.format(count=str(count)),
+             "tests/test_a.py": "from cext import mul\n\n\ndef test_mul():\n"
+                                "    assert mul(2, 3) == 6\n"}  # fmt: skip
+    ws = git_repo(tmp_path / "ws", files)
+    manager = EnvManager(tmp_path / "cache")
+    first = build_env(manager, ws, datetime(2019, 6, 10, tzinfo=timezone.utc), "c-1", "t/cext")
+    assert count.read_text().count("compiled") == 1
+    second = build_env(manager, ws, datetime(2019, 6, 20, tzinfo=timezone.utc), "c-2", "t/cext")
+    assert first.spec_key != second.spec_key and first.key == second.key
+    assert count.read_text().count("compiled") == 1  # placed, not compiled again
+    assert second.project is not None and second.project.natives == first.project.natives
+    assert second.native is not None and second.native.key == first.native.key
+    run_tests(manager.for_task(second, ws, tmp_path / "scratch"), ws)

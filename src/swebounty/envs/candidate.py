@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from swebounty.envs import buildcopy
+from swebounty.envs import buildcopy, natives
 from swebounty.envs.cache import SCHEMA, CacheLayout, digest
 from swebounty.envs.environment import install_env
 from swebounty.envs.interpreters import Interpreter
@@ -87,6 +87,13 @@ class Candidates:
 
     def _install_project(self, env_key: str, lock: str) -> ProjectInstall:
         env = isolated_env({"PIP_NO_INDEX": "1", "HOME": str(self.tmp), **self.spec.env})
+        # The tree's extensions already built in this environment (natives.py): placed first,
+        # an in-place build (setup.py develop) finds them up to date and compiles nothing.
+        ready = natives.built(
+            self.cache, env_key=env_key, workspace=self.workspace, version_env=self.version_env
+        )
+        if ready is not None:
+            natives.place(ready, self.tmp / "project", [])
         info = install_and_capture(
             self.tmp / "project",
             layer=self.tmp / "layer",
@@ -100,6 +107,9 @@ class Candidates:
             before=self.pristine,
         )
         info.version_env = self.version_env
+        if ready is not None:  # placed, so not built by this install: still the project's
+            info.natives = sorted({*info.natives, *ready.natives})
+            info.generated = sorted({*info.generated, *ready.generated})
         # The build copy's packaging files may differ (buildcopy): a task's workspace is
         # compared with the base commit's own.
         info.packaging_digest = packaging_digest(self.workspace)

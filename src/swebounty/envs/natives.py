@@ -158,6 +158,16 @@ def seed(
             _store(home, key, inputs, project, info, 0.0)
 
 
+def built(
+    cache: CacheLayout, *, env_key: str, workspace: Path, version_env: dict[str, str]
+) -> NativeBuild | None:
+    """The ready build of `workspace`'s tree in environment `env_key`, if one was made: a
+    spec whose base commit differs from another's only outside the build inputs (a day later,
+    so its own spec) gets the same environment, and its environment build places this one
+    rather than compile the tree again."""
+    return _ready(cache.root / "natives" / _key(env_key, tree_inputs(workspace), version_env))
+
+
 def _ready(home: Path) -> NativeBuild | None:
     data = read_json(home / READY)
     if data is None:
