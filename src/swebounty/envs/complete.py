@@ -28,6 +28,7 @@ from swebounty.envs.environment import read_environment
 from swebounty.envs.failures import StepFailed
 from swebounty.envs.interpreters import find
 from swebounty.envs.models import Environment, ResolvedSpec
+from swebounty.envs.natives import seed
 from swebounty.envs.probe import IMPORT_NAMES, KEEP, STDLIB_HINT, top_level_owners
 from swebounty.envs.repair import NOTE_PREFIX
 from swebounty.envs.steps import Uv, lock_allowances, with_allowances
@@ -174,6 +175,9 @@ def complete(builder: Builder, env: Environment, modules: list[str], workspace: 
                 record["why"] = [*record.get("why", []), *why]
                 write_json(sdir / "record.json", record)
                 return False
+            if built.info is not None and built.info.natives:  # as build.py: the tree's
+                seed(builder.cache, env_key=built.env_key, workspace=workspace,
+                     project=tmp / "project", info=built.info, version_env=version_env)  # fmt: skip
         why.append(f"completion: environment {built.env_key} replaces {env.key}")
         record.update(
             env_key=built.env_key,
