@@ -323,3 +323,15 @@ def test_a_small_sdist_is_built_rather_than_moving_to_an_older_python(
     assert wheels_only_older(uvr, newest, [older], lock, cutoff, tmp_path) == []
     lock = "bigpkg==1.0\nsmallpkg==1.0\n"
     assert wheels_only_older(uvr, newest, [older], lock, cutoff, tmp_path) == ["bigpkg"]
+
+
+def test_only_a_valid_distribution_name_is_left_out() -> None:
+    from swebounty.envs.leaveout import package_name
+
+    def blamed(package: str) -> str | None:
+        return package_name(StepFailed("install", "system", "", package=package))
+
+    assert blamed("PyGraphviz==1.14") == "pygraphviz"
+    assert blamed("zope.interface") == "zope-interface"
+    for hostile in ("evil\nnumpy", "-e ./x", "../x", "name;rm", ""):
+        assert blamed(hostile) is None, hostile

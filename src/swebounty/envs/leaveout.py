@@ -15,6 +15,7 @@ the project cannot run without still fails the build, with the system library na
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
@@ -29,12 +30,18 @@ from swebounty.envs.steps import Uv, pinned
 log = logging.getLogger(__name__)
 
 
+# A distribution name as PEP 508 allows it: the blamed name comes from the build's output
+# (which a package's metadata shapes) and goes to uv as an exclusion, so nothing else passes.
+_DIST_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
+
+
 def package_name(exc: StepFailed) -> str | None:
-    """The canonical name of the package `exc` blames, if it names one."""
+    """The canonical name of the package `exc` blames, if it names one that is a valid name."""
     package = exc.package
     if not package:
         return None
-    return str(canonicalize_name(package.split("==")[0].split(" ")[0]))
+    name = package.split("==")[0].split(" ")[0]
+    return str(canonicalize_name(name)) if _DIST_NAME.fullmatch(name) else None
 
 
 def leave_out(
