@@ -220,13 +220,19 @@ setup(name="cext", version="0.1", packages=["cext"], cmdclass={{"build_ext": cou
 
 
 @pytest.mark.network
-def test_a_second_spec_on_the_same_tree_compiles_nothing(
+def test_a_tree_s_build_is_placed_in_a_second_spec_s_and_a_completed_environment(
     tmp_path: Path, index_reachable: None
 ) -> None:
     """Two base commits a week apart with the same build inputs have specs of their own (the
     exact cutoffs differ) and one environment (the shared cutoff's lock): the second
     environment build places the first's extensions, and the era's in-place build (pip 19,
-    `setup.py develop`) finds them up to date. Without the rule it compiled the tree again."""
+    `setup.py develop`) finds them up to date. Without the rule it compiled the tree again.
+
+    Completion (a module the base's tests skip without) installs the project in a new
+    environment, which compiles the tree; that build is the tree's in the new environment,
+    as the first environment build's is: the task's extensions are not compiled a third time
+    (scikit-learn-25570: pandas added, then the tree compiled again for the task). One test:
+    both start from the same first environment build, the costly part."""
     from datetime import datetime, timezone
 
     from env_helpers import build_env, run_tests
@@ -234,45 +240,25 @@ def test_a_second_spec_on_the_same_tree_compiles_nothing(
 
     count = tmp_path / "compiles.txt"
     files = {**FILES, "setup.py": COUNTED.format(count=str(count)),
-             "tests/test_a.py": "from cext import mul\n\n\ndef test_mul():\n"
-                                "    assert mul(2, 3) == 6\n"}  # fmt: skip
+             "tests/test_a.py": "import pytest\n\nfrom cext import mul\n\n\ndef test_mul():\n"
+                                "    assert mul(2, 3) == 6\n\n\ndef test_table():\n"
+                                "    pytest.importorskip('tabulate')\n"}  # fmt: skip
     ws = git_repo(tmp_path / "ws", files)
     manager = EnvManager(tmp_path / "cache")
-    first = build_env(manager, ws, datetime(2019, 6, 10, tzinfo=timezone.utc), "c-1", "t/cext")
+    when = datetime(2019, 6, 10, tzinfo=timezone.utc)
+    first = build_env(manager, ws, when, "c-1", "t/cext")
     assert count.read_text().count("compiled") == 1
     second = build_env(manager, ws, datetime(2019, 6, 20, tzinfo=timezone.utc), "c-2", "t/cext")
     assert first.spec_key != second.spec_key and first.key == second.key
     assert count.read_text().count("compiled") == 1  # placed, not compiled again
     assert second.project is not None and second.project.natives == first.project.natives
     assert second.native is not None and second.native.key == first.native.key
-    run_tests(manager.for_task(second, ws, tmp_path / "scratch"), ws)
 
-
-@pytest.mark.network
-def test_a_completed_environment_keeps_the_tree_s_build(
-    tmp_path: Path, index_reachable: None
-) -> None:
-    """Completion (a module the base's tests skip without) installs the project in a new
-    environment, which compiles the tree; that build is the tree's in the new environment,
-    as the first environment build's is: the task's extensions are not compiled a third time
-    (scikit-learn-25570: pandas added, then the tree compiled again for the task)."""
-    from datetime import datetime, timezone
-
-    from env_helpers import build_env
-    from swebounty.envs import EnvManager
-
-    count = tmp_path / "compiles.txt"
-    files = {**FILES, "setup.py": COUNTED.format(count=str(count)),
-             "tests/test_a.py": "import pytest\n\n\ndef test_table():\n"
-                                "    pytest.importorskip('tabulate')\n"}  # fmt: skip
-    ws = git_repo(tmp_path / "ws", files)
-    manager = EnvManager(tmp_path / "cache")
-    when = datetime(2019, 6, 10, tzinfo=timezone.utc)
-    env = build_env(manager, ws, when, "c-1", "t/cext")
-    assert count.read_text().count("compiled") == 1
-    assert manager.complete(env, ["tabulate"], ws)
+    assert manager.complete(first, ["tabulate"], ws)
     assert count.read_text().count("compiled") == 2  # the new environment's install
     completed = build_env(manager, ws, when, "c-1", "t/cext")
-    assert completed.key != env.key and "tabulate==" in completed.lock
+    assert completed.key != first.key and "tabulate==" in completed.lock
     assert completed.native is not None and completed.native.build_seconds == 0.0  # seeded
     assert count.read_text().count("compiled") == 2
+    # Last: running the tests may build in the checkout, which the steps above copy.
+    run_tests(manager.for_task(second, ws, tmp_path / "scratch"), ws)
