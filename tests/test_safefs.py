@@ -115,6 +115,9 @@ def test_reads_refuse_links_special_files_and_big_files(tmp_path: Path) -> None:
     assert safefs.read_beneath(tmp_path, "dir/ok.txt", 100) is None  # a link on the way
     assert safefs.read_regular(tmp_path / "ok.txt", 100) == b"data"
     assert safefs.read_regular(Path("/dev/zero"), 100) is None
+    assert safefs.regular_beneath(tmp_path, "ok.txt") and safefs.regular_beneath(tmp_path, "big")
+    for rel in ("link.txt", "fifo", "dir/ok.txt", "dir", "absent", "../ok.txt"):
+        assert not safefs.regular_beneath(tmp_path, rel), rel
 
 
 def test_writes_replace_what_is_in_the_way_and_never_write_through_a_link(tmp_path: Path) -> None:

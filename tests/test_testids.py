@@ -78,3 +78,23 @@ def test_several_matches_name_the_ones_that_did_not_pass() -> None:
     outcome = match_results(["tests/t.py::test_p[a"], OUTCOMES)["tests/t.py::test_p[a"]
     assert outcome.message == "1 of 2 matching tests did not pass: tests/t.py::test_p[a c]: failed"
     assert match_results(["x"], {})["x"] == TestOutcome("missing", "never ran")
+
+
+def test_a_nameless_item_matches_its_own_id_only() -> None:
+    # Items a conftest.py collects from data files without a name (pygments' snippets).
+    outcomes = {
+        "tests/snippets/a.txt::": TestOutcome("passed"),
+        "tests/snippets/b.txt::": TestOutcome("passed"),
+        "tests/t.py::test_a": TestOutcome("failed", "no"),
+    }
+    results = match_results(
+        ["tests/snippets/a.txt::", "", "tests/snippets/a.txt::test_x", "tests/t.py::", "::"],
+        outcomes,
+    )
+    assert {k: o.status for k, o in results.items()} == {
+        "tests/snippets/a.txt::": "passed",
+        "": "missing",  # a bare empty id would match every nameless item
+        "tests/snippets/a.txt::test_x": "missing",
+        "tests/t.py::": "missing",
+        "::": "missing",
+    }

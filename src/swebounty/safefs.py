@@ -133,6 +133,17 @@ def exists_beneath(root: Path, rel: str) -> bool:
     return True
 
 
+def regular_beneath(root: Path, rel: str) -> bool:
+    """Whether `root/rel` is a regular file reached without a link (itself or on the way)."""
+    try:
+        parts = _parts(rel)
+        with open_dir(root, parts[:-1]) as dfd:
+            info = os.stat(parts[-1], dir_fd=dfd, follow_symlinks=False)
+    except OSError:
+        return False
+    return stat.S_ISREG(info.st_mode)
+
+
 def read_beneath(root: Path, rel: str, max_bytes: int) -> bytes | None:
     """The bytes of the regular file `root/rel`, or None when it is missing, not a regular
     file, reached through a link, or larger than `max_bytes`."""

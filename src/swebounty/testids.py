@@ -116,6 +116,9 @@ def _matching_keys(test_id: str, nodes: list[_Node]) -> list[str]:
         nodes = [n for n in nodes if _same_file(file, n.file)]
     else:
         rest = test_id
+    if not rest and not has_file:
+        # A bare empty id names no test; it would match every nameless item (`file::`).
+        return []
     rules = (_same_rest, _continues_after_space, _parametrized_of, _path_param_shortened)
     for rule in (*rules, _pytest8_duplicate):
         keys = [n.key for n in nodes if rule(rest, n, has_file)]

@@ -60,22 +60,23 @@ def test_files(test_patch: str, *, expected: Iterable[str] = ()) -> list[str]:
     Kept: `.py` files that are not deleted and either are named like test modules (test_*.py,
     *_test.py, *_tests.py, tests.py, unittest_*.py) outside data folders, or sit in a
     test/tests/testing/testsuite folder and define tests in the patch's lines. Dropped: conftest.py,
-    __init__.py, data and fixtures. A file an `expected` id names (`path.py::...`) is always
-    kept: the dataset says tests live there. A test patch that touches no test module (it
-    only changes the data the tests read) runs the files the expected ids name, FAIL_TO_PASS
-    first: the dataset names the tests the data is for.
+    __init__.py, data and fixtures. A file an `expected` id names (`path.py::...`, or
+    `snippet.txt::` for an item a conftest.py collects from a data file) is always kept: the
+    dataset says tests live there. A test patch that touches no test module (it only changes
+    the data the tests read) runs the files the expected ids name, FAIL_TO_PASS first: the
+    dataset names the tests the data is for. With neither, pytest runs `data_files`.
     """
     named = {e.split("::", 1)[0] for e in expected if "::" in e}
     files: list[str] = []
     for diff in parse_patch(test_patch):
         path = diff.target
-        if path is None or not path.endswith(".py") or path in files:
+        if path is None or path in files:
             continue
         parts = PurePosixPath(path).parts
         name = parts[-1]
-        if path in named:
+        if path in named and _runnable(path):
             files.append(path)
-        elif name in ("conftest.py", "__init__.py") or _DATA_DIRS & set(parts[:-1]):
+        elif _not_a_module(path, parts):
             continue
         elif _TEST_MODULE.match(name) or _defines_tests_in_test_dir(
             parts, diff.added + diff.context
@@ -85,6 +86,38 @@ def test_files(test_patch: str, *, expected: Iterable[str] = ()) -> list[str]:
         ids = dict.fromkeys(e.split("::", 1)[0] for e in expected if "::" in e)
         files = [f for f in ids if f.endswith(".py") and _inside(PurePosixPath(f))]
     return files
+
+
+def _not_a_module(path: str, parts: tuple[str, ...]) -> bool:
+    """Not Python, or Python that pytest must not run as a test module: configuration,
+    packages' __init__.py, data."""
+    if not path.endswith(".py") or parts[-1] in ("conftest.py", "__init__.py"):
+        return True
+    return bool(_DATA_DIRS & set(parts[:-1]))
+
+
+def data_files(test_patch: str) -> list[str]:
+    """The files other than Python the test patch adds or changes in a test folder, in patch
+    order: what pytest is handed when `test_files` finds nothing. A project's conftest.py
+    may collect such files as test items (pygments' lexer snippets, `tests/snippets/*/*.txt`);
+    a file no collector claims just adds no test. Left out: `.py` files (pytest would import
+    a data or helper module handed to it as a test module) and data folders' files (what
+    tests read, `tests/data/cases.json`: no item of their own)."""
+    found: list[str] = []
+    for diff in parse_patch(test_patch):
+        path = diff.target
+        if path is None or path.endswith(".py") or path in found or not _runnable(path):
+            continue
+        folders = set(PurePosixPath(path).parts[:-1])
+        if _TEST_DIRS & folders and not _DATA_DIRS & folders:
+            found.append(path)
+    return found
+
+
+def _runnable(path: str) -> bool:
+    """A path fit to hand to pytest: inside the workspace, not an option, and without `::`,
+    which pytest would read as a node id's separator (`file::name`)."""
+    return _inside(PurePosixPath(path)) and "::" not in path
 
 
 def _inside(path: PurePosixPath) -> bool:
@@ -164,8 +197,9 @@ def parse_junit_bytes(data: bytes, *, files: Sequence[str] = ()) -> dict[str, Te
     itself counts it. pytest writes two testcases for a test that failed and then errored in
     teardown: "failed" wins. A setup error, or a pass followed by a teardown error, is "error":
     the test did not pass cleanly. A module that failed to import is keyed by its file path
-    (`tests/t.py`) with status "error". DTDs and entities are refused (defusedxml): pytest
-    never writes them.
+    (`tests/t.py`) with status "error". An item without a name, collected from one of
+    `files` by the project's conftest.py, is keyed `file::`, its node id (`_nameless_node`).
+    DTDs and entities are refused (defusedxml): pytest never writes them.
     """
     try:
         root = DefusedET.fromstring(data, forbid_dtd=True)
@@ -175,9 +209,14 @@ def parse_junit_bytes(data: bytes, *, files: Sequence[str] = ()) -> dict[str, Te
         raise JUnitError(f"the JUnit XML is not valid XML ({exc}); was the run cut short?") from exc
     outcomes: dict[str, TestOutcome] = {}
     for case in root.iter("testcase"):
-        if not case.get("name"):
-            continue  # pytest writes a nameless one when the session was stopped: not a test
-        node = _node_id(case.get("classname", ""), case.get("name", ""), case.get("file"), files)
+        name = case.get("name", "")
+        if name:
+            node = _node_id(case.get("classname", ""), name, case.get("file"), files)
+        else:
+            nameless = _nameless_node(case, files)
+            if nameless is None:
+                continue  # pytest writes a bare one when the session was stopped: not a test
+            node = nameless
         outcome = _case_outcome(case)
         previous = outcomes.get(node)
         if previous is not None:
@@ -210,6 +249,20 @@ def _merge_same_node(first: TestOutcome, second: TestOutcome) -> TestOutcome:
     if other.status == "passed" or not other.message:
         return worse
     return TestOutcome(worse.status, f"{worse.message}; then {other.status}: {other.message}")
+
+
+def _nameless_node(case: ET.Element, files: Sequence[str]) -> str | None:
+    """The node id (`file::`) of an item without a name of its own, as a project's conftest.py
+    makes from a data file it collects (pygments: `LexerInlineTestItem.from_parent(self,
+    name="")`), or None. pytest derives such a case's classname (the file, dotted) and `file`
+    from the node id; the file must be one that was run. A stopped session's testcase has
+    neither, and no file: it stays no test."""
+    file = case.get("file")
+    if not file or case.get("classname") != re.sub(r"\.py$", "", file.replace("/", ".")):
+        return None
+    if not any(f == file or f.endswith("/" + file) for f in files):
+        return None  # pytest's rootdir may be a subfolder: `file` is relative to it
+    return f"{file}::"
 
 
 def _node_id(classname: str, name: str, file: str | None, files: Sequence[str]) -> str:

@@ -45,6 +45,7 @@ from swebounty.testing import (
     JUnitError,
     TestOutcome,
     cross_check,
+    data_files,
     parse_junit_bytes,
     relocated,
     test_files,
@@ -66,7 +67,9 @@ class Pytest:
         return task.ecosystem == "python"
 
     def test_files(self, task: Task) -> list[str]:
-        return test_files(task.test_patch, expected=task.FAIL_TO_PASS + task.PASS_TO_PASS)
+        expected = task.FAIL_TO_PASS + task.PASS_TO_PASS
+        # Without a test module, the data files a conftest.py may collect (pygments' snippets).
+        return test_files(task.test_patch, expected=expected) or data_files(task.test_patch)
 
     def run(
         self, task: Task, patch: str, ctx: RunContext, log_dir: Path, scratch: Path, result: TestRun

@@ -96,8 +96,19 @@ def prepare(
     except PatchError as exc:
         result.error = f"the task's test patch does not apply: {exc}"
         return None
+    # A data file is handed to pytest for the project's conftest.py to collect (testing.py's
+    # `data_files`): only as a regular file, never a link the test patch made to elsewhere.
+    links = [f for f in result.test_files if not f.endswith(".py")]
+    links = [f for f in links if not safefs.regular_beneath(workspace, f)]
+    if links:
+        log.warning("%s: not running test files that are not regular files: %s",
+                    task.instance_id, links)  # fmt: skip
+        result.test_files = [f for f in result.test_files if f not in links]
     if not result.test_files:
-        result.error = "the task's test patch touches no test file to run"
+        result.error = (
+            "the task's test patch touches no test file to run (regular files only); check"
+            " its test_patch"
+        )
         return None
     if pyc is not None:
         skip = {*files_in_patch(patch), *test_paths}

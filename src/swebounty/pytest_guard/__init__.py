@@ -144,11 +144,19 @@ def write_config(path: Path, config: dict[str, object]) -> None:
 
 def disagreements(data: bytes, outcomes: dict[str, TestOutcome], seen: dict[str, str]) -> list[str]:
     """Where the XML contradicts `seen`, the statuses the guard recorded from pytest's own
-    reports: an XML cannot pass a test pytest saw fail, nor hold fewer failing testcases."""
+    reports: an XML cannot pass a test pytest saw fail, nor hold fewer failing testcases, nor
+    a nameless item pytest never reported."""
     problems = [
         f"the JUnit XML says {node} {outcome.status}, pytest reported it {seen[node]}"
         for node, outcome in outcomes.items()
         if node in seen and outcome.status != seen[node]
+    ]
+    # A nameless item's id is exactly pytest's node id (testing._nameless_node): one pytest
+    # never reported did not run, whatever the XML says.
+    problems += [
+        f"the JUnit XML holds {node} ({outcome.status}), a test pytest never reported"
+        for node, outcome in outcomes.items()
+        if node.endswith("::") and node not in seen
     ]
     bad_seen = sum(1 for s in seen.values() if s in ("failed", "error"))
     root = DefusedET.fromstring(data, forbid_dtd=True)
