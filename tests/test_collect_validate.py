@@ -17,8 +17,8 @@ from repo_helpers import base_clones
 from swebounty.collect.batch import validate
 from swebounty.collect.per_file import crashed, patch_for_file, split_patch
 from swebounty.collect.validate import Rejected, classify, validate_one
+from swebounty.frameworks.pytest import Pytest
 from swebounty.tasks import Task, load_tasks
-from swebounty.testing import test_files
 
 
 @dataclass
@@ -280,7 +280,7 @@ class ByModules:
 
     def __call__(self, task: Task, patch: str, ctx: Any, log_dir: Path) -> Run:
         phase = "after" if patch else "before"
-        modules = tuple(test_files(task.test_patch))
+        modules = tuple(Pytest().test_files(task))
         self.calls.append((phase, modules, log_dir.name))
         return self.table[(phase, modules)]
 
@@ -363,3 +363,27 @@ def test_a_module_that_fails_another_way_when_run_alone_is_an_infra_error(
     with pytest.raises(Rejected, match=r"before \(tests/test_t.py\)-run failed") as info:
         validate_one(_task("t", TWO_MODULES), Ctx(tmp_path), tmp_path, runner=script)  # type: ignore[arg-type]
     assert info.value.stage == "infra"
+
+
+SNIPPETS = _module("tests/snippets/a.txt", "1 2") + _module("tests/snippets/b.txt", "2 4")
+snip_a, snip_b = "tests/snippets/a.txt", "tests/snippets/b.txt"
+
+
+def test_data_files_a_conftest_collects_are_read_per_file_after_a_crash(tmp_path: Path) -> None:
+    nameless = {f"{f}::": Outcome("passed") for f in (snip_a, snip_b)}  # their items' node ids
+    script = ByModules(
+        {
+            ("before", (snip_a, snip_b)): CRASH,
+            ("before", (snip_a,)): CRASH,
+            ("before", (snip_b,)): Run({f"{snip_b}::": Outcome("passed")}),
+            ("after", (snip_a, snip_b)): Run(nameless),
+        }
+    )
+    task = validate_one(_task("t", SNIPPETS), Ctx(tmp_path), tmp_path, runner=script)  # type: ignore[arg-type]
+    assert [f"{snip_a}::"] == task.FAIL_TO_PASS
+    assert [f"{snip_b}::"] == task.PASS_TO_PASS
+    # Files that hold no test pytest collects (an expected output alone): not an infra error.
+    script = ByModules({("before", (snip_a, snip_b)): Run(exit_code=5, error="no tests (5)")})
+    with pytest.raises(Rejected, match="hold no test pytest collects") as info:
+        validate_one(_task("t", SNIPPETS), Ctx(tmp_path), tmp_path, runner=script)  # type: ignore[arg-type]
+    assert info.value.stage == "collect"

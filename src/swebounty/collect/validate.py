@@ -130,6 +130,13 @@ def _per_file_reason(probe: _TestRun, files: list[str]) -> str | None:
     if probe.error:
         if crashed(probe.exit_code, probe.error):
             return "crash"
+        if probe.exit_code == 5 and not probe.outcomes:
+            # pytest found no test in the files it was handed: data files no conftest.py
+            # collects (an expected output, not its input), a property of the candidate.
+            shown = ", ".join(files[:3])
+            raise Rejected(
+                "collect", f"the test patch's files hold no test pytest collects ({shown})"
+            )
         _check(probe, "before")
     run = statuses(probe)
     if _collected(run):
