@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 from swebounty.envs.project import inputs_digest, plan_deps, read_project, setup_py_keywords
@@ -197,3 +198,26 @@ def test_a_plain_requirements_txt_counts_when_nothing_else_declares_tests(tmp_pa
     assert read_project(tmp_path).requirement_files == []
     write(tmp_path, "requirements-dev.txt", "pytest\n")
     assert read_project(tmp_path).requirement_files == ["requirements-dev.txt"]
+
+
+def test_digest_is_the_one_cache_keys_were_made_with(tmp_path: Path) -> None:
+    """Digests are cache keys: hashing in chunks must give the value reading each file whole
+    gave (a lockfile-sized requirements file spans many chunks), pinned here."""
+    write(tmp_path, "setup.py", "setup(name='p')\n")
+    write(tmp_path, "tox.ini", "[tox]\nenvlist = py39\n")
+    write(tmp_path, "requirements/dev.txt", "pytest\n" * 50_000)  # 350 KB
+    write(tmp_path, "pkg/__init__.py", "x = 1\n")
+    whole = hashlib.sha256()
+    for pattern in (
+        "pyproject.toml",
+        "setup.py",
+        "setup.cfg",
+        "tox.ini",
+        "*.txt",
+        "requirements/*",
+    ):
+        for path in sorted(tmp_path.glob(pattern)):
+            if path.is_file():
+                whole.update(path.relative_to(tmp_path).as_posix().encode() + b"\0")
+                whole.update(path.read_bytes() + b"\0")
+    assert inputs_digest(tmp_path) == whole.hexdigest()[:16] == "cf17850d8b8d1718"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -106,6 +107,25 @@ def test_lock_digest_follows_the_lockfile_only(tmp_path: Path) -> None:
     assert first.manager == "yarn" and first.lock_digest == second.lock_digest
     (b / "yarn.lock").write_text("# yarn lockfile v1\nleft-pad@1:\n")
     assert read_project(b).lock_digest != first.lock_digest
+
+
+def test_lock_digest_is_the_one_cache_keys_were_made_with(tmp_path: Path) -> None:
+    """The digest is a cache key: hashing the lockfile in chunks gives what reading it whole
+    gave (a lockfile of megabytes spans many chunks), pinned here."""
+    package = {"name": "x", "devDependencies": {"jest": "^29"}}
+    lock = "# yarn lockfile v1\n" + '"left-pad@^1": version "1.3.0"\n' * 40_000  # 1.2 MB
+    ws = write(tmp_path, {"package.json": json.dumps(package), "yarn.lock": lock,
+                          ".npmrc": "fund=false\n"})  # fmt: skip
+    whole = hashlib.sha256()
+    deps = {k: package.get(k) for k in ("dependencies", "devDependencies", "optionalDependencies",
+                                        "peerDependencies", "overrides", "resolutions",
+                                        "workspaces", "pnpm")}  # fmt: skip
+    whole.update(json.dumps(deps, sort_keys=True).encode())
+    for name in ("yarn.lock", ".npmrc", ".yarnrc", ".yarnrc.yml"):
+        if (ws / name).is_file():
+            whole.update(name.encode() + b"\0" + (ws / name).read_bytes())
+    digest = read_project(ws).lock_digest
+    assert digest == whole.hexdigest()[:16] == "ae14df95f210633a"
 
 
 def test_not_a_node_project(tmp_path: Path) -> None:

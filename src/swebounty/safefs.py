@@ -144,13 +144,21 @@ def regular_beneath(root: Path, rel: str) -> bool:
     return stat.S_ISREG(info.st_mode)
 
 
+def open_beneath(root: Path, rel: str) -> int:
+    """A read-only descriptor of `root/rel` (whatever it is but a link: check it with fstat),
+    reached without following any link below `root`; OSError when it cannot be (ELOOP or
+    UnsafePathError: a link on the way)."""
+    parts = _parts(rel)
+    with open_dir(root, parts[:-1]) as dfd:
+        return os.open(parts[-1], _READ_FLAGS, dir_fd=dfd)
+
+
 def read_beneath(root: Path, rel: str, max_bytes: int) -> bytes | None:
     """The bytes of the regular file `root/rel`, or None when it is missing, not a regular
     file, reached through a link, or larger than `max_bytes`."""
-    parts = _parts(rel)
+    _parts(rel)  # not a relative path inside the tree: the caller's error, raised
     try:
-        with open_dir(root, parts[:-1]) as dfd:
-            fd = os.open(parts[-1], _READ_FLAGS, dir_fd=dfd)
+        fd = open_beneath(root, rel)
     except OSError:
         return None
     try:

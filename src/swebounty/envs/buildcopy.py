@@ -19,6 +19,7 @@ import subprocess
 from datetime import datetime
 from pathlib import Path
 
+from swebounty import safefs
 from swebounty.envs.projectfiles import read_config
 from swebounty.envs.releases import tag_release
 from swebounty.envs.switches import use_system_libraries
@@ -70,7 +71,7 @@ def commit_copy(project: Path) -> bool:
 def drop_egg_info_tags(project: Path) -> list[str]:
     """Remove the version tags of setup.cfg's `[egg_info]` section; returns those removed."""
     path = project / "setup.cfg"
-    text = read_config(path)
+    text = read_config(path, project)
     if text is None:
         return []
     out: list[str] = []
@@ -85,8 +86,8 @@ def drop_egg_info_tags(project: Path) -> list[str]:
             dropped.append(line.strip())
             continue
         out.append(line)
-    if dropped:
-        path.write_text("".join(out), encoding="utf-8")
+    if dropped:  # as a regular file: never written through a link
+        safefs.write_beneath(project, "setup.cfg", "".join(out).encode("utf-8"))
     return dropped
 
 

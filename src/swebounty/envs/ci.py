@@ -29,7 +29,7 @@ def ci_python_versions(root: Path) -> list[str]:
     found: set[str] = set()
     for path in files:
         try:
-            text = read_config(path)
+            text = read_config(path, root)
         except OSError:  # unreadable
             continue
         if text is None:  # absent (most of these names), or too large

@@ -145,11 +145,11 @@ class NodeEnvs:
     ) -> str:
         if project.manager == "yarn":
             lock = workspace / "yarn.lock"
-            berry = "__metadata:" in read_head(lock, 2000)
+            berry = "__metadata:" in read_head(lock, workspace, 2000)
             return DEFAULT_YARN_BERRY if berry else DEFAULT_YARN1
         if project.manager == "pnpm":
             lock = workspace / "pnpm-lock.yaml"
-            text = read_head(lock, 300)
+            text = read_head(lock, workspace, 300)
             m = re.search(r"lockfileVersion:\s*'?([\d.]+)", text)
             number = float(m[1]) if m else 9.0
             return next(v for bound, v in _PNPM_FOR_LOCKFILE if number < bound)

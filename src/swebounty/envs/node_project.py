@@ -16,7 +16,7 @@ from typing import Any
 
 from swebounty.envs.node_scripts import RunnerCall, find_runner, other_runner_calls
 from swebounty.envs.node_versions import Constraints, normalize_pin
-from swebounty.envs.projectfiles import MAX_CONFIG_BYTES, read_config, read_head
+from swebounty.envs.projectfiles import MAX_CONFIG_BYTES, hash_file, read_config, read_head
 
 LOCKFILES = {
     "package-lock.json": "npm",
@@ -47,9 +47,12 @@ def read_package(workspace: Path) -> dict[str, Any]:
     path = workspace / "package.json"
     if not path.is_file():
         raise ValueError(f"{path} does not exist: not a Node project at this commit")
-    text = read_config(path, errors="strict")
+    text = read_config(path, workspace, errors="strict")
     if text is None:
-        raise ValueError(f"{path} is larger than {MAX_CONFIG_BYTES} bytes: not read")
+        raise ValueError(
+            f"{path} is larger than {MAX_CONFIG_BYTES} bytes, or a link out of the repository: "
+            "not read"
+        )
     data = json.loads(text)
     if not isinstance(data, dict):
         raise ValueError("package.json is not a JSON object")
@@ -61,7 +64,7 @@ def read_project(workspace: Path) -> NodeProject:
     why: list[str] = []
     pinned = None
     for name in (".nvmrc", ".node-version"):
-        text = read_config(workspace / name)
+        text = read_config(workspace / name, workspace)
         if text is not None:
             lines = text.strip().splitlines()
             pinned = normalize_pin(lines[0] if lines else "")
@@ -87,7 +90,7 @@ def read_project(workspace: Path) -> NodeProject:
             why.append(f"packageManager {name}@{manager_version}")
     elif lockfile:
         manager = LOCKFILES[lockfile]
-    lock_version = _lockfile_version(workspace / lockfile) if lockfile else None
+    lock_version = _lockfile_version(workspace, lockfile) if lockfile else None
     return NodeProject(
         package=package,
         constraints=Constraints(pinned=pinned, engines=engine, matrix=tuple(matrix)),
@@ -103,8 +106,8 @@ def read_project(workspace: Path) -> NodeProject:
     )
 
 
-def _lockfile_version(path: Path) -> int | None:
-    text = read_head(path, 4000)
+def _lockfile_version(workspace: Path, lockfile: str) -> int | None:
+    text = read_head(workspace / lockfile, workspace, 4000)
     m = re.search(r'"lockfileVersion"\s*:\s*(\d+)|^lockfileVersion:\s*\'?(\d+)', text, re.M)
     return int(m[1] or m[2]) if m else None
 
@@ -116,9 +119,9 @@ def _lock_digest(workspace: Path, package: dict[str, Any], lockfile: str | None)
                                         "workspaces", "pnpm")}  # fmt: skip
     h.update(json.dumps(deps, sort_keys=True).encode())
     for name in ([lockfile] if lockfile else []) + [".npmrc", ".yarnrc", ".yarnrc.yml"]:
-        f = workspace / name
-        if f.is_file():
-            h.update(name.encode() + b"\0" + f.read_bytes())
+        # The lockfile is megabytes (hashed in chunks); a missing file, or a link out of the
+        # repository, adds nothing, as a missing one always did.
+        hash_file(h, workspace / name, workspace, prefix=name.encode() + b"\0")
     return h.hexdigest()[:16]
 
 
@@ -131,7 +134,7 @@ def ci_matrix(workspace: Path) -> list[int]:
     files += [workspace / ".travis.yml"]
     majors: set[int] = set()
     for f in files:
-        text = read_config(f)
+        text = read_config(f, workspace)
         if text is None:
             continue
         lines = text.splitlines()

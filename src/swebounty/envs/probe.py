@@ -145,7 +145,7 @@ def collection_targets(project: Path) -> list[str]:
     doc/) are not the tests any task runs, and importing them may run anything. Nothing
     recognisable: the whole root, as pytest would."""
     for name in _CONFIGS:
-        text = read_config(project / name, follow_links=False)
+        text = read_config(project / name, project, follow_links=False)
         if text is not None and _TESTPATHS.search(text):
             return []
     targets: list[str] = []

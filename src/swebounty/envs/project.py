@@ -24,7 +24,7 @@ from pydantic import BaseModel
 from swebounty.envs.ci import ci_python_versions
 from swebounty.envs.interpreters import PythonEvidence
 from swebounty.envs.models import DepSet
-from swebounty.envs.projectfiles import read_config
+from swebounty.envs.projectfiles import hash_file, read_config
 from swebounty.envs.requirements import (
     clean_requirement,
     dependency_groups,
@@ -81,8 +81,8 @@ def read_project(root: Path) -> ProjectFacts:
     """Facts from the files in `root` (a checkout of the base commit)."""
     facts = ProjectFacts()
     pyproject = load_pyproject(root)
-    cfg = _cfg(root / "setup.cfg")
-    setup_py = _read(root / "setup.py")
+    cfg = _cfg(root, "setup.cfg")
+    setup_py = _read(root, "setup.py")
     setup_kw = setup_py_keywords(setup_py) if setup_py else {}
     project = pyproject.get("project", {}) if isinstance(pyproject.get("project"), dict) else {}
     meta = cfg.get("metadata", {})
@@ -94,7 +94,7 @@ def read_project(root: Path) -> ProjectFacts:
         name = poetry.get("name")
     facts.name = name if isinstance(name, str) and "{" not in name else None
 
-    text = "\n".join(_read(root / f) for f in ("pyproject.toml", "setup.cfg", "setup.py"))
+    text = "\n".join(_read(root, f) for f in ("pyproject.toml", "setup.cfg", "setup.py"))
     requires = (
         project.get("requires-python")
         or options.get("python_requires")
@@ -237,7 +237,7 @@ def _with_groups(
 
 def load_pyproject(root: Path) -> dict[str, Any]:
     path = root / "pyproject.toml"
-    text = read_config(path)
+    text = read_config(path, root)
     if text is None:
         return {}
     try:
@@ -254,22 +254,25 @@ def inputs_digest(root: Path) -> str:
     h = hashlib.sha256()
     for pattern in DIGEST_GLOBS:
         for path in sorted(root.glob(pattern)):
-            if path.is_file():
-                h.update(path.relative_to(root).as_posix().encode() + b"\0")
-                h.update(path.read_bytes() + b"\0")
+            # In chunks (the repository decides the size); a link out of the repository is
+            # left out, as a file that is not there.
+            name = path.relative_to(root).as_posix().encode() + b"\0"
+            if hash_file(h, path, root, prefix=name):
+                h.update(b"\0")
     return h.hexdigest()[:16]
 
 
-def _read(path: Path) -> str:
-    return read_config(path) or ""
+def _read(root: Path, name: str) -> str:
+    return read_config(root / name, root) or ""
 
 
-def _cfg(path: Path) -> dict[str, dict[str, str]]:
-    if not path.is_file():
+def _cfg(root: Path, name: str) -> dict[str, dict[str, str]]:
+    text = read_config(root / name, root)
+    if text is None:
         return {}
     parser = configparser.RawConfigParser(strict=False)
     try:
-        parser.read_string(_read(path))
+        parser.read_string(text)
     except configparser.Error:
         return {}
     return {s: dict(parser.items(s)) for s in parser.sections()}

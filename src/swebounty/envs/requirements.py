@@ -71,9 +71,12 @@ def read_requirement_file(
         if not path.is_file():
             notes.append(f"requirement file {_rel(path, root)} does not exist; skipped")
         return lines, extras
-    text = read_config(path)
+    text = read_config(path, root)
     if text is None:
-        notes.append(f"requirement file {_rel(path, root)} is too large to read; skipped")
+        # A link (or `-r`) out of the repository names a host file: never read (projectfiles).
+        inside = path.resolve().is_relative_to(root.resolve())
+        why = "is too large to read" if inside else "is outside the repository"
+        notes.append(f"requirement file {_rel(path, root)} {why}; skipped")
         return lines, extras
     for raw in _logical_lines(text):
         line = _strip_upgrade(_strip_comment(raw))

@@ -31,7 +31,7 @@ class ToxConfig:
 
     @classmethod
     def load(cls, root: Path, pyproject: dict[str, Any]) -> ToxConfig | None:
-        ini = read_config(root / "tox.ini")
+        ini = read_config(root / "tox.ini", root)
         if ini is not None:
             return cls(_ini_sections(ini), "tox.ini")
         tool_tox = pyproject.get("tool", {}).get("tox", {})
@@ -48,7 +48,7 @@ class ToxConfig:
                 {"tox": {"envlist": ",".join(envs)}, "testenv": section},
                 "pyproject.toml [tool.tox]",
             )
-        cfg = read_config(root / "setup.cfg")
+        cfg = read_config(root / "setup.cfg", root)
         if cfg is not None:
             sections = _ini_sections(cfg)
             if "tox:tox" in sections or "testenv" in sections:
