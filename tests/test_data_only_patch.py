@@ -147,9 +147,11 @@ def test_a_test_patch_of_snippets_a_conftest_collects_validates_and_grades(
     }
     repo = git_repo(tmp_path / "repos" / "small__proj", files, when=WHEN)
     fix = "def double(x):\n    return x * 2\n\n\ndef name():\n    return 'proj'\n"
-    # No test module: two snippets, one the fix makes pass, one that passes either way, and a
-    # link (not a regular file: never handed to pytest).
+    # No test module: two snippets, one the fix makes pass, one that passes either way, a file
+    # no collector claims (pytest 8 would stop at it, named on its command line), and a link
+    # (not a regular file: never handed to pytest). old.txt, in the same folder, is not run.
     snippets = {"tests/snippets/new.txt": "1 2\n", "tests/snippets/same.txt": "2 4\n"}
+    snippets["tests/snippets/new.out"] = "expected output, read by no collector\n"
     candidate = Task(
         instance_id="small__proj-1",
         repo="small/proj",

@@ -205,6 +205,8 @@ def test_pytest_command_has_the_reporting_flags_and_each_file_once(tmp_path: Pat
     assert f"cache_dir={tmp_path / 'swebounty-pytest-cache'}" in argv and "-p" not in argv
     assert argv[-3:] == ["--", "a.py", "b.py"]
     assert "--rootdir=/w" in pytest_command(["pytest"], [], tmp_path / "j", rootdir="/w")
+    argv = pytest_command(["pytest"], ["t"], tmp_path / "j", ignore=["t/a", "t/b"])
+    assert argv[-4:] == ["--ignore=t/a", "--ignore=t/b", "--", "t"]
 
 
 # ---------------------------------------------------------------------------- JUnit XML

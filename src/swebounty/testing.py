@@ -152,8 +152,10 @@ def pytest_command(
     junit_path: Path,
     *,
     rootdir: Path | str | None = None,
+    ignore: Sequence[str] = (),
 ) -> list[str]:
-    """The argv that runs `files` and writes xunit1 JUnit XML (it keeps the `file` attribute).
+    """The argv that runs `files` (paths pytest may also `ignore` within them: dataitems.py)
+    and writes xunit1 JUnit XML (it keeps the `file` attribute).
 
     pytest's cache goes beside the JUnit file (the sandbox's private /tmp), not into the
     workspace; it is not turned off (`-p no:cacheprovider`): plugins read `config.cache`
@@ -164,6 +166,7 @@ def pytest_command(
     argv += ["-o", f"cache_dir={cache_path(junit_path)}", "--tb=short", "--color=no"]
     if rootdir is not None:
         argv.append(f"--rootdir={rootdir}")
+    argv += [f"--ignore={p}" for p in ignore]
     # `--` so a file named like an option stays a file; dict.fromkeys drops repeats in order.
     return [*argv, "--", *dict.fromkeys(files)]
 

@@ -18,6 +18,7 @@ from pathlib import Path, PurePosixPath
 import defusedxml.ElementTree as DefusedET
 
 from swebounty import fontcache
+from swebounty.dataitems import pytest_targets
 from swebounty.diffs import files_in_patch
 from swebounty.envs import TaskEnv
 from swebounty.frameworks.base import BaseTree, BuiltEnv, RunContext, TestRun, grade_by_rules
@@ -113,9 +114,10 @@ def _prepare_and_run(
     if ready is None:
         return None
     workspace, env = ready.workspace, ready.env
+    targets, ignore = pytest_targets(workspace, result.test_files)
     config = runner_config(
-        patch, env, workspace, ready.test_paths, result.test_infra_reverted, result.test_files,
-        JUNIT_IN_SANDBOX,
+        patch, env, workspace, ready.test_paths, result.test_infra_reverted, targets,
+        JUNIT_IN_SANDBOX, ignore,
     )  # fmt: skip
     if coverage_plugin(env.lock, env.path):
         # A configuration's `--cov ... --cov-fail-under=N` fails a run whose tests all pass;

@@ -180,9 +180,11 @@ def runner_config(
     reverted: list[str],
     test_files: list[str],
     junit: str,
+    ignore: list[str] | None = None,
 ) -> dict[str, object]:
     """What run_pytest.py needs besides the key: written to a file the sandbox reads only.
-    `reverted`: the infrastructure put back to the base's; `junit`: where pytest writes."""
+    `reverted`: the infrastructure put back to the base's; `junit`: where pytest writes;
+    `test_files` (the paths pytest is handed) and `ignore`: dataitems.pytest_targets'."""
     # A project that is pytest (or pluggy) tests itself with its own code, as in its base.
     roots = {".", "src", *(env.project.roots if env.project else [])}
     wanted = {("" if r == "." else f"{r}/") + m: r for r in roots for m in MACHINERY}
@@ -201,5 +203,5 @@ def runner_config(
         "self_hosted": bool(own),
         "untrusted_files": untrusted,
         "junit": junit,
-        "args": pytest_command([], test_files, Path(junit)),
+        "args": pytest_command([], test_files, Path(junit), ignore=ignore or []),
     }

@@ -1,0 +1,78 @@
+"""Which folders pytest is handed, and what it ignores there, to run a test patch's data files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from swebounty import dataitems
+from swebounty.dataitems import pytest_targets
+
+
+def tree(root: Path, *files: str) -> Path:
+    for rel in files:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("x\n")
+    return root
+
+
+def test_the_data_files_folders_are_handed_with_everything_else_there_ignored(
+    tmp_path: Path,
+) -> None:
+    ws = tree(
+        tmp_path,
+        "tests/examplefiles/php/test.php",
+        "tests/examplefiles/php/test.php.output",
+        "tests/examplefiles/php/other.php",
+        "tests/examplefiles/php/conftest.py",
+        "tests/snippets/python/a.txt",
+        "tests/snippets/python/b.txt",
+        "tests/snippets/python/deeper/c.txt",
+        "tests/snippets/python/deeper/d.txt",
+        "tests/snippets/python/elsewhere/e.txt",
+        "tests/test_mod.py",
+    )
+    files = [
+        "tests/examplefiles/php/test.php",
+        "tests/examplefiles/php/test.php.output",  # claimed by no collector: found, not named
+        "tests/snippets/python/a.txt",
+        "tests/snippets/python/deeper/c.txt",
+        "tests/test_mod.py",
+    ]
+    targets, ignored = pytest_targets(ws, files)
+    assert targets == ["tests/examplefiles/php", "tests/snippets/python", "tests/test_mod.py"]
+    assert ignored == [
+        "tests/examplefiles/php/other.php",  # conftest.py stays: collection reads it
+        "tests/snippets/python/b.txt",
+        "tests/snippets/python/deeper/d.txt",
+        "tests/snippets/python/elsewhere",
+    ]
+
+
+@pytest.mark.parametrize(
+    "files",
+    [
+        ["tests/snippets/a.txt", "tests/snippets/test_m.py"],  # a module would be collected twice
+        ["tests/link/a.txt"],  # a link on the way: not listed
+        ["tests/test_m.py"],  # no data file
+    ],
+)
+def test_the_files_are_handed_as_given_when_folders_will_not_do(
+    tmp_path: Path, files: list[str]
+) -> None:
+    ws = tree(tmp_path, "tests/snippets/a.txt", "tests/snippets/b.txt", "tests/test_m.py")
+    (ws / "tests/link").symlink_to(ws / "tests/snippets")
+    assert pytest_targets(ws, files) == (files, [])
+
+
+def test_too_much_to_ignore_hands_the_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = tree(tmp_path, "tests/s/a.txt", "tests/s/b.txt", "tests/s/c.txt")
+    assert pytest_targets(ws, ["tests/s/a.txt"]) == (
+        ["tests/s"],
+        ["tests/s/b.txt", "tests/s/c.txt"],
+    )
+    monkeypatch.setattr(dataitems, "MAX_IGNORED", 1)
+    assert pytest_targets(ws, ["tests/s/a.txt"]) == (["tests/s/a.txt"], [])
