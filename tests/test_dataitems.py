@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from swebounty import dataitems
-from swebounty.dataitems import pytest_targets
+from swebounty.dataitems import Targets, pytest_targets
 
 
 def tree(root: Path, *files: str) -> Path:
@@ -40,9 +40,10 @@ def test_the_data_files_folders_are_handed_with_everything_else_there_ignored(
         "tests/snippets/python/deeper/c.txt",
         "tests/test_mod.py",
     ]
-    targets, ignored = pytest_targets(ws, files)
-    assert targets == ["tests/examplefiles/php", "tests/snippets/python", "tests/test_mod.py"]
-    assert ignored == [
+    targets = pytest_targets(ws, files)
+    assert targets.paths == ["tests/examplefiles/php", "tests/snippets/python", "tests/test_mod.py"]
+    assert targets.companions == []
+    assert targets.ignore == [
         "tests/examplefiles/php/other.php",  # conftest.py stays: collection reads it
         "tests/snippets/python/b.txt",
         "tests/snippets/python/deeper/d.txt",
@@ -63,16 +64,40 @@ def test_the_files_are_handed_as_given_when_folders_will_not_do(
 ) -> None:
     ws = tree(tmp_path, "tests/snippets/a.txt", "tests/snippets/b.txt", "tests/test_m.py")
     (ws / "tests/link").symlink_to(ws / "tests/snippets")
-    assert pytest_targets(ws, files) == (files, [])
+    assert pytest_targets(ws, files) == Targets(files)
 
 
 def test_too_much_to_ignore_hands_the_files(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ws = tree(tmp_path, "tests/s/a.txt", "tests/s/b.txt", "tests/s/c.txt")
-    assert pytest_targets(ws, ["tests/s/a.txt"]) == (
-        ["tests/s"],
-        ["tests/s/b.txt", "tests/s/c.txt"],
-    )
+    ignored = ["tests/s/b.txt", "tests/s/c.txt"]
+    assert pytest_targets(ws, ["tests/s/a.txt"]) == Targets(["tests/s"], ignored)
     monkeypatch.setattr(dataitems, "MAX_IGNORED", 1)
-    assert pytest_targets(ws, ["tests/s/a.txt"]) == (["tests/s/a.txt"], [])
+    assert pytest_targets(ws, ["tests/s/a.txt"]) == Targets(["tests/s/a.txt"])
+
+
+def test_the_input_a_changed_expected_output_is_named_after_runs_too(tmp_path: Path) -> None:
+    ws = tree(
+        tmp_path,
+        "tests/examplefiles/lua/example.lua",
+        "tests/examplefiles/lua/example.lua.output",
+        "tests/examplefiles/lua/other.lua",
+        "tests/examplefiles/lua/helper.py",
+        "tests/examplefiles/lua/helper.py.out",
+    )
+    (ws / "tests/examplefiles/lua/linked").symlink_to(ws / "tests/examplefiles/lua/other.lua")
+    files = [
+        "tests/examplefiles/lua/example.lua.output",
+        "tests/examplefiles/lua/helper.py.out",  # a module is never run for its output
+        "tests/examplefiles/lua/linked.out",  # nor a link
+    ]
+    assert pytest_targets(ws, files) == Targets(
+        paths=["tests/examplefiles/lua"],
+        ignore=[
+            "tests/examplefiles/lua/helper.py",
+            "tests/examplefiles/lua/linked",
+            "tests/examplefiles/lua/other.lua",
+        ],
+        companions=["tests/examplefiles/lua/example.lua"],
+    )

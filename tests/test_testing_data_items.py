@@ -116,3 +116,26 @@ def test_a_nameless_item_pytest_never_reported_disagrees() -> None:
     problems = disagreements(xml, outcomes, seen)
     assert problems == ["the JUnit XML holds s/a.txt:: (passed), a test pytest never reported"]
     assert disagreements(xml, outcomes, {**seen, "s/a.txt::": "passed"}) == []
+
+
+def test_pytest_runs_the_data_files_of_a_patch_without_a_test_module_beside_the_ids_modules() -> (
+    None
+):
+    from swebounty.frameworks.pytest import Pytest
+    from swebounty.tasks import Task
+
+    def task(patch: str, expected: list[str]) -> Task:
+        return Task(instance_id="o__r-1", repo="o/r", base_commit="abc", test_patch=patch,
+                    FAIL_TO_PASS=expected)  # fmt: skip
+
+    data = _diff("tests/snippets/a.txt") + _diff("tests/examplefiles/x.out")
+    both = ["tests/snippets/a.txt", "tests/examplefiles/x.out"]
+    assert Pytest().test_files(task(data, [])) == both
+    # Evaluation runs what validation ran, whatever the ids name (the items of x.out's input).
+    assert Pytest().test_files(task(data, ["tests/examplefiles/x::"])) == both
+    assert Pytest().test_files(task(data, ["tests/test_io.py::test_x"])) == [
+        "tests/test_io.py",
+        *both,
+    ]
+    # A patch with a test module runs its modules only, as before.
+    assert Pytest().test_files(task(data + _diff("tests/test_m.py"), [])) == ["tests/test_m.py"]

@@ -68,9 +68,12 @@ class Pytest:
         return task.ecosystem == "python"
 
     def test_files(self, task: Task) -> list[str]:
-        expected = task.FAIL_TO_PASS + task.PASS_TO_PASS
-        # Without a test module, the data files a conftest.py may collect (pygments' snippets).
-        return test_files(task.test_patch, expected=expected) or data_files(task.test_patch)
+        files = test_files(task.test_patch, expected=task.FAIL_TO_PASS + task.PASS_TO_PASS)
+        if test_files(task.test_patch):
+            return files
+        # No test module in the patch: its data files too, which a conftest.py may collect
+        # (pygments' snippets), the same in validation as in evaluation (dataitems.py).
+        return list(dict.fromkeys([*files, *data_files(task.test_patch)]))
 
     def run(
         self, task: Task, patch: str, ctx: RunContext, log_dir: Path, scratch: Path, result: TestRun
@@ -114,10 +117,11 @@ def _prepare_and_run(
     if ready is None:
         return None
     workspace, env = ready.workspace, ready.env
-    targets, ignore = pytest_targets(workspace, result.test_files)
+    targets = pytest_targets(workspace, result.test_files)
+    result.test_files += targets.companions  # their items' results are read as the files'
     config = runner_config(
-        patch, env, workspace, ready.test_paths, result.test_infra_reverted, targets,
-        JUNIT_IN_SANDBOX, ignore,
+        patch, env, workspace, ready.test_paths, result.test_infra_reverted, targets.paths,
+        JUNIT_IN_SANDBOX, targets.ignore,
     )  # fmt: skip
     if coverage_plugin(env.lock, env.path):
         # A configuration's `--cov ... --cov-fail-under=N` fails a run whose tests all pass;
