@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from collect_helpers import GitRepo
-from swebounty.collect.split import SplitRules, diff_lines, files_in, split_diff
+from swebounty.collect.split import SplitDiff, SplitRules, diff_lines, files_in, split_diff
 
 
 @pytest.mark.parametrize(
@@ -72,16 +72,17 @@ def _diff(tmp_path: Path, files: dict[str, bytes]) -> bytes:
     ).stdout
 
 
+def _fix_with(tmp_path: Path, files: dict[str, bytes]) -> tuple[bytes, SplitDiff]:
+    """A diff that fixes src/a.py and changes `files` too, and its split."""
+    raw = _diff(tmp_path, {"src/a.py": b"a = 2\n", **files})
+    return raw, split_diff(raw)
+
+
 def test_split_puts_tests_aside_and_keeps_docs_with_the_fix(tmp_path: Path) -> None:
-    raw = _diff(
+    raw, split = _fix_with(
         tmp_path,
-        {
-            "src/a.py": b"a = 2\n",
-            "tests/test_a.py": b"def test_a():\n    assert True\n",
-            "docs/x y.md": b"# notes\n",
-        },
+        {"tests/test_a.py": b"def test_a():\n    assert True\n", "docs/x y.md": b"# notes\n"},
     )
-    split = split_diff(raw)
     assert split.rejection is None
     assert files_in(split.test_patch) == ["tests/test_a.py"]
     assert sorted(files_in(split.patch)) == ["docs/x y.md", "src/a.py"]
@@ -95,15 +96,13 @@ def test_split_puts_tests_aside_and_keeps_docs_with_the_fix(tmp_path: Path) -> N
 def test_a_helper_in_a_testsuite_folder_stays_with_the_tests(tmp_path: Path) -> None:
     # pint's layout: pint/testsuite/helpers.py is imported by the test modules beside it. In
     # the reference patch it left the tests unable to import before the fix (pint-2264).
-    raw = _diff(
+    _, split = _fix_with(
         tmp_path,
         {
-            "src/a.py": b"a = 2\n",
             "src/testsuite/helpers.py": b"def helper():\n    return 2\n",
             "src/testsuite/test_a.py": b"from .helpers import helper\n",
         },
     )
-    split = split_diff(raw)
     assert sorted(files_in(split.test_patch)) == [
         "src/testsuite/helpers.py",
         "src/testsuite/test_a.py",
@@ -112,16 +111,14 @@ def test_a_helper_in_a_testsuite_folder_stays_with_the_tests(tmp_path: Path) -> 
 
 
 def test_binary_and_non_utf8_files_are_recorded_not_pasted(tmp_path: Path) -> None:
-    raw = _diff(
+    _, split = _fix_with(
         tmp_path,
         {
-            "src/a.py": b"a = 2\n",
             "tests/test_a.py": b"def test_a(): pass\n",
             "data/blob.bin": b"\x00\x01\x02",
             "src/latin1.py": "s = 'caf\xe9'\n".encode("latin-1"),
         },
     )
-    split = split_diff(raw)
     assert sorted(split.binary_files) == ["data/blob.bin", "src/latin1.py"]
     assert "blob.bin" not in split.patch and "latin1" not in split.patch
 
