@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import httpx
 import pytest
@@ -22,3 +23,14 @@ def index_reachable() -> None:
         httpx.head("https://pypi.org/simple/pip/", timeout=10, follow_redirects=True)
     except httpx.HTTPError as exc:
         pytest.skip(f"the package index is unreachable here: {exc}")
+
+
+@pytest.fixture(scope="session")
+def shared_demo(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The demo tasks with one cache (environment, pytest guard, installed agents) for every
+    agent and attempt test module of a pytest process: each module built the same demo
+    environment in a cache of its own (bytecode compiled, probed: ~10 s under CI's load), and
+    none of them checks what a cache holds. Each test still runs into runs of its own."""
+    from agent_helpers import demo_in
+
+    return demo_in(tmp_path_factory.mktemp("shared-demo"))

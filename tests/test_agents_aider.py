@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_helpers import Demo, demo_in, needs_bwrap, run_one
+from agent_helpers import Demo, needs_bwrap, run_one
 from fake_openai import FakeOpenAI, text
 from swebounty.agents import create_agent
 from swebounty.agents.installed import InstalledAgent
@@ -34,8 +34,8 @@ def _edit(search: str, replace: str) -> dict[str, object]:
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Demo:
-    return demo_in(tmp_path_factory.mktemp("cache"))
+def demo(shared_demo: Demo) -> Demo:
+    return shared_demo
 
 
 def _agent(fake: FakeOpenAI, demo: Demo) -> InstalledAgent:

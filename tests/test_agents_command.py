@@ -31,8 +31,8 @@ EXAMPLE = Path(__file__).parents[1] / "examples" / "diff_agent.py"
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Demo:
-    return demo_in(tmp_path_factory.mktemp("cache"))
+def demo(shared_demo: Demo) -> Demo:
+    return shared_demo
 
 
 def _script(tmp_path: Path, body: str) -> Path:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_helpers import Demo, demo_in, needs_bwrap, run_one
+from agent_helpers import Demo, needs_bwrap, run_one
 from swebounty.agents import create_agent
 from swebounty.agents.command_paths import normal_form, normalize
 
@@ -63,8 +63,8 @@ def test_a_named_path_that_does_not_exist_is_refused_before_the_run(tmp_path: Pa
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Demo:
-    return demo_in(tmp_path_factory.mktemp("cache"))
+def demo(shared_demo: Demo) -> Demo:
+    return shared_demo
 
 
 @pytest.mark.sandbox

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_helpers import Demo, demo_in, needs_bwrap, run_one
+from agent_helpers import Demo, needs_bwrap, run_one
 from fake_openai import Error, FakeOpenAI, bash, call, skip, submit, text
 from swebounty.agents import Agent, create_agent
 from swebounty.tasks import Task
@@ -20,8 +20,8 @@ pytestmark = [pytest.mark.sandbox, pytest.mark.network, needs_bwrap]
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Demo:
-    return demo_in(tmp_path_factory.mktemp("cache"))
+def demo(shared_demo: Demo) -> Demo:
+    return shared_demo
 
 
 def _apply(task: Task) -> dict[str, object]:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from agent_helpers import Demo, demo_in, needs_bwrap, run_one
+from agent_helpers import Demo, needs_bwrap, run_one
 from fake_openai import FakeOpenAI, call
 from swebounty.agents import create_agent
 from swebounty.agents.installed import AgentInstallError, InstalledAgent, agent_python
@@ -63,12 +63,12 @@ def _edit_in_workspace(body: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Demo:
+def demo(shared_demo: Demo) -> Demo:
     try:
         agent_python("openhands", OpenHandsAgent.requires_python)
     except AgentInstallError as exc:
         pytest.skip(str(exc))
-    return demo_in(tmp_path_factory.mktemp("cache"))
+    return shared_demo
 
 
 def _agent(fake: FakeOpenAI, demo: Demo, **settings: object) -> InstalledAgent:

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from agent_helpers import Demo, context, demo_in, needs_bwrap, run_one
+from agent_helpers import Demo, context, needs_bwrap, run_one
 from fake_openai import FakeOpenAI, submit
 from swebounty.agents import AgentResult, PublicTask, create_agent
 from swebounty.agents.session import Session
@@ -20,8 +20,8 @@ pytestmark = [pytest.mark.sandbox, pytest.mark.network, needs_bwrap]
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Demo:
-    return demo_in(tmp_path_factory.mktemp("cache"))
+def demo(shared_demo: Demo) -> Demo:
+    return shared_demo
 
 
 def _pick(task: Task) -> Task:

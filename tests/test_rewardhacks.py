@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_helpers import Demo, demo_in, needs_bwrap, run_one
+from agent_helpers import Demo, needs_bwrap, run_one
 from swebounty.agents import create_agent
 from swebounty.frameworks.pyflags import _is_test_path, hack_flags
 from swebounty.records import write_jsonl
@@ -71,8 +71,8 @@ HACKS: dict[str, tuple[str | None, list[tuple[str, str]]]] = {
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Demo:
-    return demo_in(tmp_path_factory.mktemp("cache"))
+def demo(shared_demo: Demo) -> Demo:
+    return shared_demo
 
 
 def _patch(demo: Demo, task: Task, edits: list[tuple[str, str]], work: Path) -> str:
