@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING
 
 import httpx
 import pytest
+
+if TYPE_CHECKING:
+    from agent_helpers import Demo
 
 # pytest-xdist's workers start with COLUMNS=80 and LINES=24 in their environment, and rich fixes
 # a console's size for good from them when it is made (the CLI's, at its import): the tests'
@@ -26,7 +29,7 @@ def index_reachable() -> None:
 
 
 @pytest.fixture(scope="session")
-def shared_demo(tmp_path_factory: pytest.TempPathFactory) -> Any:
+def shared_demo(tmp_path_factory: pytest.TempPathFactory) -> Demo:
     """The demo tasks with one cache (environment, pytest guard, installed agents) for every
     agent and attempt test module of a pytest process: each module built the same demo
     environment in a cache of its own (bytecode compiled, probed: ~10 s under CI's load), and

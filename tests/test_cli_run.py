@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from agent_helpers import needs_bwrap
+from agent_helpers import Demo, needs_bwrap
 from fake_openai import FakeOpenAI, bash, submit
 from swebounty.cli import app
 from swebounty.store import Store
@@ -35,8 +35,10 @@ path.write_text("\\n".join(lines) + "\\n")
 
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("cache")
+def cache_dir(shared_demo: Demo) -> Path:
+    # The demo's cache of the agent tests: its environment is built once and shared, as in
+    # real use (nothing here checks what a cache holds).
+    return shared_demo.cache
 
 
 def _cli(cache: Path, runs: Path, *args: str) -> str:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from agent_helpers import Demo
 from swebounty.cli import app
 from swebounty.runs import log_dir_for
 from swebounty.sandbox import bwrap_available
@@ -22,9 +23,10 @@ runner = CliRunner()
 
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    # One cache for the module: the demo environment is built once and shared, as in real use.
-    return tmp_path_factory.mktemp("cache")
+def cache_dir(shared_demo: Demo) -> Path:
+    # The demo's cache of the agent tests: its environment is built once and shared, as in
+    # real use (nothing here checks what a cache holds).
+    return shared_demo.cache
 
 
 def _eval(cache: Path, runs: Path, *args: str) -> str:
