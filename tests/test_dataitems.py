@@ -54,7 +54,6 @@ def test_the_data_files_folders_are_handed_with_everything_else_there_ignored(
 @pytest.mark.parametrize(
     "files",
     [
-        ["tests/snippets/a.txt", "tests/snippets/test_m.py"],  # a module would be collected twice
         ["tests/link/a.txt"],  # a link on the way: not listed
         ["tests/test_m.py"],  # no data file
     ],
@@ -101,3 +100,12 @@ def test_the_input_a_changed_expected_output_is_named_after_runs_too(tmp_path: P
         ],
         companions=["tests/examplefiles/lua/example.lua"],
     )
+
+
+def test_a_data_file_beside_a_module_run_is_left_out(tmp_path: Path) -> None:
+    # A module the ids name beside the data it reads (issue 25's tasks): pytest 8 would stop at
+    # the data file, and the folder would collect the module twice.
+    ws = tree(tmp_path, "tests/test_a.py", "tests/cases.json", "tests/s/a.txt", "tests/s/b.txt")
+    files = ["tests/test_a.py", "tests/cases.json", "tests/s/a.txt"]
+    assert pytest_targets(ws, files) == Targets(["tests/s", "tests/test_a.py"], ["tests/s/b.txt"])
+    assert pytest_targets(ws, files[:2]) == Targets(["tests/test_a.py"])

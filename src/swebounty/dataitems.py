@@ -45,15 +45,22 @@ def pytest_targets(workspace: Path, files: Sequence[str]) -> Targets:
     entries there that are neither one of `files`, nor a folder holding one, nor a file one of
     them is named after, ignored. That last is a data file's input: a changed expected output
     (`example.lua.output`) is checked by the item its input (`example.lua`) makes, a file the
-    test patch need not touch; it is run too (`companions`). The files are handed as given,
-    with nothing ignored, when a `.py` file lies in such a folder (pytest would collect it
-    twice), when a folder cannot be listed safely (a link on the way), or when more than
-    MAX_IGNORED entries would be ignored."""
-    data = [f for f in files if not f.endswith(".py")]
+    test patch need not touch; it is run too (`companions`). A data file in a folder that
+    holds one of the `.py` files is left out: that module is handed itself (its folder would
+    collect it twice, or not at all if its name is not a test module's), and a data file named
+    beside it would stop pytest 8. The files are handed as given, with nothing ignored, when a
+    folder cannot be listed safely (a link on the way) or more than MAX_IGNORED entries would
+    be ignored."""
     modules = [f for f in files if f.endswith(".py")]
+    data = [f for f in files if not f.endswith(".py")]
+    crowded = {str(PurePosixPath(f).parent) for f in data}
+    crowded = {d for d in crowded if d == "." or any(_under(m, d) for m in modules)}
+    if crowded:
+        log.info("not handing pytest the data files in %s: test modules run there", crowded)
+        data = [f for f in data if str(PurePosixPath(f).parent) not in crowded]
     folders = list(dict.fromkeys(str(PurePosixPath(f).parent) for f in data))
-    as_given = Targets(list(files))
-    if not data or "." in folders or any(_under(m, d) for m in modules for d in folders):
+    as_given = Targets([*modules, *data])
+    if not data:
         return as_given
     keep = set(files) | {str(p) for f in files for p in PurePosixPath(f).parents}
     named_after = {str(PurePosixPath(f).with_suffix("")) for f in data}
