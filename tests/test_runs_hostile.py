@@ -11,14 +11,16 @@ from pathlib import Path
 
 import pytest
 
+from agent_helpers import Demo
 from swebounty.store import Store
 from test_runs import _eval, needs_bwrap
 
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    # One cache for the module: the demo environment is built once and shared, as in real use.
-    return tmp_path_factory.mktemp("cache")
+def cache_dir(shared_demo: Demo) -> Path:
+    # The demo's cache of the agent tests: its environment is built once and shared, as in
+    # real use (nothing here checks what a cache holds).
+    return shared_demo.cache
 
 
 # ------------------------------------------------------------------ hostile submissions
