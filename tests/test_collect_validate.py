@@ -222,9 +222,13 @@ def test_validate_writes_tasks_and_rejects_and_resumes(tmp_path: Path) -> None:
     assert {c[0] for c in script.calls[calls:]} == {"infra", "boom"}
     assert sorted(t.instance_id for t in load_tasks(out)[0]) == ["good", "infra"]
     assert len((tmp_path / "tasks.rejects.jsonl").read_text().splitlines()) == 2
-    # A smaller candidates file: what it no longer holds leaves the outputs.
-    validate(candidates[1:], out, Ctx(tmp_path), runner=script)  # type: ignore[arg-type]
+    # A smaller candidates file: what it no longer holds leaves the outputs, for a file beside
+    # each (a subset run must not throw away hours of validation).
+    validate(candidates[2:], out, Ctx(tmp_path), runner=script)  # type: ignore[arg-type]
     assert [t.instance_id for t in load_tasks(out)[0]] == ["infra"]
+    assert [t.instance_id for t in load_tasks(tmp_path / "tasks.dropped.jsonl")[0]] == ["good"]
+    aside = (tmp_path / "tasks.rejects.dropped.jsonl").read_text().splitlines()
+    assert [json.loads(line)["instance_id"] for line in aside] == ["nof2p"]
 
 
 # ---------------------------------------------------------------------------- per-module reruns
