@@ -212,3 +212,34 @@ def test_pip_argv_matches_the_era() -> None:
     ]
     old = pip_argv(Path("/l/bin/python"), Path("/ws"), "9.0.3", editable=False)
     assert "--no-build-isolation" not in old and old[-1] == "/ws" and "-e" not in old
+
+
+def test_what_the_build_left_is_kept_only_as_regular_files(tmp_path: Path) -> None:
+    """The repository's build wrote the project and the layer: a generated file, metadata
+    file, .pth or extension that is a link to a host secret is never copied into the store
+    (from there it reached every task's workspace and layer)."""
+    secret = tmp_path / "id_rsa"
+    secret.write_text("PRIVATE KEY\n")
+    base = tmp_path / "copy"
+    make_project(base)
+    before = project_files(base)
+    layer = tmp_path / "layer"
+    make_layer(layer, INTERP, VERSION, tmp_path / "none")
+    fake_install(layer, base, "pth")
+    pkg = base / "src" / "proj"
+    (pkg / "_version.py").symlink_to(secret)  # "generated" by the build
+    (pkg / "_speed.cpython-311-x86_64-linux-gnu.so").symlink_to(secret)
+    (pkg / "real.cpython-311-x86_64-linux-gnu.so").write_bytes(b"\x7fELF")
+    dist = site_packages(layer, MINOR) / "proj-1.2.dist-info"
+    (dist / "LICENSE").symlink_to(secret)
+    (site_packages(layer, MINOR) / "evil.pth").symlink_to(secret)
+    store = tmp_path / "store"
+    info = capture(layer, MINOR, base, store, before)
+    assert info.natives == ["src/proj/real.cpython-311-x86_64-linux-gnu.so"]
+    assert info.generated == [] and info.name == "proj" and info.mode == "pth", info.why
+    assert sorted(p.name for p in (store / "proj-1.2.dist-info").iterdir()) == [
+        "METADATA",
+        "entry_points.txt",
+    ]
+    held = [p.read_bytes() for p in store.rglob("*") if p.is_file() and not p.is_symlink()]
+    assert not any(b"PRIVATE KEY" in data for data in held)

@@ -9,6 +9,7 @@ cannot build is an `error` that names what it lacks.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -93,6 +94,41 @@ def test_build_inputs_are_the_compiled_sources_and_packaging_files(tmp_path: Pat
     (repo / "cext" / "_fast.c").write_text("/* changed */\n")
     build: Any = type("B", (), {"inputs": before})()
     assert changed_inputs(build, repo) == ["cext/_fast.c"]
+
+
+def test_a_build_output_that_is_a_link_stays_out_of_the_natives_cache(tmp_path: Path) -> None:
+    """The build's extensions and generated files are the repository's: one that is a link
+    (to a host secret), or reached through a linked folder, is not stored, so never placed."""
+    from swebounty.envs.cache import CacheLayout
+    from swebounty.envs.natives import built, place, seed
+    from swebounty.envs.tasklayer import ProjectInstall
+
+    secrets = tmp_path / "home" / ".ssh"
+    secrets.mkdir(parents=True)
+    (secrets / "id_rsa").write_text("PRIVATE KEY\n")
+    ws = git_repo(tmp_path / "ws", FILES)
+    project = tmp_path / "project"
+    shutil.copytree(ws, project)
+    (project / "cext" / "_fast.so").write_bytes(b"\x7fELF built")
+    (project / "cext" / "_evil.so").symlink_to(secrets / "id_rsa")
+    (project / "cext" / "_version.py").symlink_to(secrets / "id_rsa")
+    (project / "cext" / "linked").symlink_to(secrets, target_is_directory=True)
+    info = ProjectInstall(
+        natives=["cext/_fast.so", "cext/_evil.so", "cext/linked/id_rsa"],
+        generated=["cext/_version.py"],
+    )
+    cache = CacheLayout(tmp_path / "cache")
+    seed(cache, env_key="e", workspace=ws, project=project, info=info, version_env={})
+    build = built(cache, env_key="e", workspace=ws, version_env={})
+    assert build is not None and build.natives == ["cext/_fast.so"] and build.generated == []
+    stored = [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]
+    assert not any(b"PRIVATE KEY" in p.read_bytes() for p in stored)
+    task = git_repo(tmp_path / "task", FILES)
+    place(build, task, [])
+    assert (task / "cext" / "_fast.so").read_bytes() == b"\x7fELF built"
+    assert (
+        not (task / "cext" / "_evil.so").exists() and not (task / "cext" / "_version.py").exists()
+    )
 
 
 @pytest.fixture(scope="module")

@@ -32,7 +32,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from swebounty import safefs
-from swebounty.envs import buildcopy
+from swebounty.envs import buildcopy, buildoutput
 from swebounty.envs.cache import (
     FAILED,
     READY,
@@ -224,17 +224,16 @@ def _store(
     info: ProjectInstall,
     seconds: float,
 ) -> NativeBuild:
+    # The build's output is the repository's: only regular files reached without a link are
+    # kept (a "built extension" linked to a host secret would reach every workspace).
     tree = home / "tree"
-    for rel in [*info.natives, *info.generated]:
-        dest = tree / rel
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_bytes((project / rel).read_bytes())
-        dest.chmod((project / rel).stat().st_mode & 0o755)
+    kept = {rel for rel in {*info.natives, *info.generated}
+            if buildoutput.copy_file(project, rel, tree / rel)}  # fmt: skip
     build = NativeBuild(
         key=key,
         store=tree,
-        natives=info.natives,
-        generated=info.generated,
+        natives=[rel for rel in info.natives if rel in kept],
+        generated=[rel for rel in info.generated if rel in kept],
         inputs=inputs,
         build_seconds=round(seconds, 2),
     )

@@ -29,6 +29,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from swebounty import safefs
+from swebounty.envs import buildoutput
 from swebounty.envs.failures import StepFailed
 from swebounty.envs.steps import run_logged
 
@@ -99,7 +100,8 @@ def packaging_digest(project: Path) -> str:
 
 
 def native_files(project: Path) -> list[Path]:
-    return [p for p in project.rglob("*") if p.suffix in NATIVE_SUFFIXES and p.is_file()]
+    """Compiled files in `project`: regular files only (a link is no build output)."""
+    return [project / rel for rel in buildoutput.regular_files(project, NATIVE_SUFFIXES)]
 
 
 def native_stats(project: Path) -> dict[str, tuple[int, int]]:
@@ -107,7 +109,7 @@ def native_stats(project: Path) -> dict[str, tuple[int, int]]:
     leaves one of them as it was did not build it."""
     found = {}
     for p in native_files(project):
-        st = p.stat()
+        st = p.lstat()
         found[p.relative_to(project).as_posix()] = (st.st_size, st.st_mtime_ns)
     return found
 
@@ -160,13 +162,15 @@ def capture(
     info = ProjectInstall(packaging_digest=packaging_digest(project))
     roots: set[Path] = set()
     problems: list[str] = []
+    # The layer holds what the repository's build wrote: read as regular files (buildoutput).
     for link in sp.glob("*.egg-link"):  # legacy `setup.py develop`
-        first = link.read_text(encoding="utf-8").splitlines()[0].strip()
-        roots.add(Path(first).resolve())
+        first = (buildoutput.read_text(link) or "").splitlines()[:1]
+        if first and first[0].strip():
+            roots.add(Path(first[0].strip()).resolve())
     for pth in sp.glob("*.pth"):
         if pth.name in (SHARED_PTH, "easy-install.pth"):
             continue
-        for line in pth.read_text(encoding="utf-8", errors="replace").splitlines():
+        for line in (buildoutput.read_text(pth) or "").splitlines():
             line = line.strip()
             if not line or line.startswith("#"):
                 continue
@@ -191,7 +195,7 @@ def capture(
         dest = store / meta.name
         if dest.exists():
             shutil.rmtree(dest)
-        shutil.copytree(meta, dest, ignore=shutil.ignore_patterns("RECORD", "direct_url.json"))
+        buildoutput.copy_tree(meta, dest, skip=frozenset({"RECORD", "direct_url.json"}))
         info.meta_dir = meta.name
         info.name, info.console_scripts = _read_meta(dest)
     else:
@@ -200,18 +204,19 @@ def capture(
         p
         for p in native_files(project)
         if (prebuilt or {}).get(p.relative_to(project).as_posix())
-        != (p.stat().st_size, p.stat().st_mtime_ns)
+        != (p.lstat().st_size, p.lstat().st_mtime_ns)
     ]
     info.natives = sorted(p.relative_to(project).as_posix() for p in natives)
     if not rel_roots:
         problems.append("no import root found")
     info.roots = rel_roots
     if before is not None:
-        info.generated = generated_files(project, before, rel_roots)
-        for rel in info.generated:
-            dest = store / GENERATED_DIR / rel
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(project / rel, dest)
+        generated = generated_files(project, before, rel_roots)
+        info.generated = [
+            rel
+            for rel in generated
+            if buildoutput.copy_file(project, rel, store / GENERATED_DIR / rel)
+        ]
     if problems:
         info.mode, info.why = "pip", "; ".join(problems)
     elif natives:
@@ -227,10 +232,9 @@ def _finder_roots(sp: Path, line: str) -> set[Path] | None:
     m = re.match(r"import (__editable___[\w.]+_finder)", line)
     if not m:
         return None
-    finder = sp / f"{m.group(1)}.py"
-    if not finder.is_file():
+    text = buildoutput.read_text(sp / f"{m.group(1)}.py")
+    if text is None:
         return None
-    text = finder.read_text(encoding="utf-8", errors="replace")
     found = re.search(r"^MAPPING\s*(?::[^=]*)?=\s*(\{.*?\})\s*$", text, re.M | re.S)
     if not found:
         return None
