@@ -1,7 +1,7 @@
 """A stand-in for uv over a tiny fake index, for environment tests that must run offline:
 `pip compile` pins every requested name at 1.0 (less `--excludes`; a name starting `missing`
 does not exist), `pip install` writes a module per pin (those named broken* raise RuntimeError
-on import, as cfgrib does without the ecCodes library), and the venv sees the host's pytest."""
+on import, as cfgrib does without the ecCodes library), and the venv gets a copy of the host's pytest."""
 
 from __future__ import annotations
 
@@ -19,9 +19,11 @@ from swebounty.envs.interpreters import discover
 HOST_SITE = str(Path(pytest.__file__).resolve().parent.parent)
 
 # compile: every requested name at 1.0, less `--excludes`; install: a module per pin, those
-# named broken* raising RuntimeError on import; the venv sees the host's pytest via a .pth.
+# named broken* raising RuntimeError on import; the venv gets a copy of the host's pytest.
 FAKE_UV = """#!{python}
-import glob, json, os, subprocess, sys
+import glob, json, os, shutil, subprocess, sys
+RUNNER = ("pytest", "_pytest", "pluggy", "iniconfig", "packaging", "py.py", "exceptiongroup",
+          "tomli", "typing_extensions.py", "pygments")
 args = sys.argv[1:]
 open({calls!r}, "a").write(json.dumps(args) + "\\n")
 if args[0] == "venv":
@@ -44,7 +46,13 @@ if args[:2] == ["pip", "install"]:
     python = args[args.index("--python") + 1]
     site = glob.glob(os.path.join(os.path.dirname(python), "..", "lib", "python*",
                                   "site-packages"))[0]
-    open(os.path.join(site, "host.pth"), "w").write({host!r} + "\\n")
+    # The test runner itself, copied in: the build sandbox shows the venv, not the host's.
+    for top in RUNNER:
+        found = os.path.join({host!r}, top)
+        if os.path.isdir(found) and not os.path.exists(os.path.join(site, top)):
+            shutil.copytree(found, os.path.join(site, top), symlinks=True)
+        elif os.path.isfile(found):
+            shutil.copy(found, site)
     for line in open(args[args.index("-r") + 1]).read().split():
         name = line.split("==")[0]
         if "==" not in line or name in BASE:

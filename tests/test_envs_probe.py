@@ -128,7 +128,8 @@ def test_the_probe_collects_the_tests_not_the_scripts_beside_them(tmp_path: Path
     )
     assert collection_targets(ws) == ["pkg", "test_root.py", "tests"]
     log = tmp_path / "probe.log"
-    found = probe(Path(sys.executable), ws, [], {"pkg"}, dict(os.environ), log)
+    reads = [Path(sys.prefix), Path(sys.base_prefix)]
+    found = probe(Path(sys.executable), ws, [], {"pkg"}, dict(os.environ), log, reads=reads)
     assert found.clean, found.describe()
     assert not (ws / "bin" / "ran").exists() and not (ws / "doc" / "ran").exists()
     collected = log.read_text()

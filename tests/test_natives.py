@@ -231,10 +231,15 @@ def test_a_base_that_cannot_build_names_what_it_lacks() -> None:
     )
 
 
-# A setup.py that counts its compiles in a file outside the project (the build copies differ).
+# A setup.py that counts its compiles in a module it generates in the project: the build
+# sandbox lets it write nothing else (envs/buildbox.py), and what an install generates is kept
+# with the environment's project install (`_generated`), and placed with the tree's build.
 COUNTED = """\
+import os
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+
+COUNT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cext", "_compiles.py")
 
 
 class counted(build_ext):
@@ -242,17 +247,23 @@ class counted(build_ext):
         compile = self.compiler.compile
 
         def counting(*args, **kwargs):
-            with open({count!r}, "a") as f:
-                f.write("compiled\\n")
+            with open(COUNT, "a") as f:
+                f.write("# compiled\\n")
             return compile(*args, **kwargs)
 
         self.compiler.compile = counting
         build_ext.build_extensions(self)
 
 
-setup(name="cext", version="0.1", packages=["cext"], cmdclass={{"build_ext": counted}},
+setup(name="cext", version="0.1", packages=["cext"], cmdclass={"build_ext": counted},
       ext_modules=[Extension("cext._fast", ["cext/_fast.c"])])
 """
+
+
+def compiles(env: Any) -> int:
+    """Compiles counted in the build copy whose install the environment keeps."""
+    kept = Path(env.project_store) / "_generated" / "cext" / "_compiles.py"
+    return kept.read_text().count("compiled") if kept.is_file() else 0
 
 
 @pytest.mark.network
@@ -274,8 +285,7 @@ def test_a_tree_s_build_is_placed_in_a_second_spec_s_and_a_completed_environment
     from env_helpers import build_env, run_tests
     from swebounty.envs import EnvManager
 
-    count = tmp_path / "compiles.txt"
-    files = {**FILES, "setup.py": COUNTED.format(count=str(count)),
+    files = {**FILES, "setup.py": COUNTED,
              "tests/test_a.py": "import pytest\n\nfrom cext import mul\n\n\ndef test_mul():\n"
                                 "    assert mul(2, 3) == 6\n\n\ndef test_table():\n"
                                 "    pytest.importorskip('tabulate')\n"}  # fmt: skip
@@ -283,18 +293,18 @@ def test_a_tree_s_build_is_placed_in_a_second_spec_s_and_a_completed_environment
     manager = EnvManager(tmp_path / "cache")
     when = datetime(2019, 6, 10, tzinfo=timezone.utc)
     first = build_env(manager, ws, when, "c-1", "t/cext")
-    assert count.read_text().count("compiled") == 1
+    assert compiles(first) == 1
     second = build_env(manager, ws, datetime(2019, 6, 20, tzinfo=timezone.utc), "c-2", "t/cext")
     assert first.spec_key != second.spec_key and first.key == second.key
-    assert count.read_text().count("compiled") == 1  # placed, not compiled again
+    assert compiles(second) == 1  # the first build's, placed: not compiled again
     assert second.project is not None and second.project.natives == first.project.natives
     assert second.native is not None and second.native.key == first.native.key
 
     assert manager.complete(first, ["tabulate"], ws)
-    assert count.read_text().count("compiled") == 2  # the new environment's install
     completed = build_env(manager, ws, when, "c-1", "t/cext")
     assert completed.key != first.key and "tabulate==" in completed.lock
-    assert completed.native is not None and completed.native.build_seconds == 0.0  # seeded
-    assert count.read_text().count("compiled") == 2
+    assert compiles(completed) == 1  # the new environment's install compiled a fresh copy
+    # ... and that build is the tree's there: the task's is seeded, not compiled a third time.
+    assert completed.native is not None and completed.native.build_seconds == 0.0
     # Last: running the tests may build in the checkout, which the steps above copy.
     run_tests(manager.for_task(second, ws, tmp_path / "scratch"), ws)

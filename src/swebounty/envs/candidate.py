@@ -105,6 +105,7 @@ class Candidates:
             env=env,
             log_path=self.uvr.log_path,
             before=self.pristine,
+            interpreter_prefix=self.interp.prefix,
         )
         info.version_env = self.version_env
         if ready is not None:  # placed, so not built by this install: still the project's
@@ -125,4 +126,6 @@ class Candidates:
             python = self.cache.env_dir(env_key) / "venv" / "bin" / "python"
         env = isolated_env({"HOME": str(self.tmp), "MPLBACKEND": "Agg", **self.spec.env})
         site = self._site(env_key)
-        return probe(python, project, [site], own_roots(project), env, self.uvr.log_path)
+        reads = [self.interp.prefix, self.cache.env_dir(env_key) / "venv", self.tmp / "layer"]
+        return probe(python, project, [site], own_roots(project), env, self.uvr.log_path,
+                     reads=reads)  # fmt: skip

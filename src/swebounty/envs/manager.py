@@ -124,6 +124,7 @@ class EnvManager:
                 version_env=env.project.version_env,
                 spec_env=env.spec.env,
                 workspace=workspace,
+                interpreter_prefix=env.interpreter_prefix,
             )
         except StepFailed as exc:
             raise EnvBuildError(

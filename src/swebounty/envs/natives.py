@@ -3,9 +3,9 @@
 A project with C, C++ or Cython extensions (scikit-learn, matplotlib, astropy) must have them
 built before any test imports it, and building takes minutes. Tasks on the same commit, or on
 commits whose compiled sources and packaging files are equal, need the same build; so a build
-is keyed by its environment and the digest of those inputs (`tree_inputs`), made once on the
-host from the *unpatched* base commit (the repository's own code, which the environment build
-ran already; never a submission's), and kept in
+is keyed by its environment and the digest of those inputs (`tree_inputs`), made once from the
+*unpatched* base commit (the repository's own code, never a submission's: in the build
+sandbox, buildbox.py, like the environment build's install), and kept in
 
     CACHE/natives/<key>/  tree/ (the extensions and the files the build generated, by their
                           place in the project), build.log, ready.json last, failed.json
@@ -112,6 +112,7 @@ def ensure_native(
     version_env: dict[str, str],
     spec_env: dict[str, str],
     workspace: Path,
+    interpreter_prefix: Path | None = None,
 ) -> NativeBuild:
     """The build of `workspace`'s extensions (a checkout of the unpatched base commit) in
     environment `env_key`: found, or made once whatever the number of tasks asking. Raises
@@ -130,7 +131,7 @@ def ensure_native(
         if failure is not None:
             raise StepFailed("build the extensions", "build", str(failure.get("output", "")))
         return _build(home, key, inputs, interpreter, version, shared_site, pip_version,
-                      version_env, spec_env, workspace)  # fmt: skip
+                      version_env, spec_env, workspace, interpreter_prefix)  # fmt: skip
 
 
 def _key(env_key: str, inputs: dict[str, str], version_env: dict[str, str]) -> str:
@@ -189,6 +190,7 @@ def _build(
     version_env: dict[str, str],
     spec_env: dict[str, str],
     workspace: Path,
+    interpreter_prefix: Path | None,
 ) -> NativeBuild:
     started = time.monotonic()
     safefs.remove_tree(home)
@@ -205,7 +207,7 @@ def _build(
                 project, layer=tmp / "layer", interpreter=interpreter, version=version,
                 shared_site=shared_site, pip_version=pip_version, store=tmp / "meta",
                 env=env, log_path=log_path, before=project_files(project),
-                timeout=BUILD_TIMEOUT,
+                timeout=BUILD_TIMEOUT, interpreter_prefix=interpreter_prefix,
             )  # fmt: skip
         except StepFailed as exc:
             write_json(home / FAILED, {"at": datetime.now(timezone.utc).isoformat(),

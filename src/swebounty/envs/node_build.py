@@ -11,8 +11,9 @@ Dependencies come from the lockfile when there is one (`npm ci`, `yarn --frozen-
 `pnpm --frozen-lockfile`), else `npm install --before <cutoff>`. A registry whose publish
 times cannot answer `--before` (mirrors rewrite them) gets a plain install within the
 manifest's ranges, and the environment's `why` says so. The machine's own npm configuration is
-ignored (see `versions.registry_env`). Installs run on the host, like Python environment
-builds: they run the dependencies' install scripts, never the submission's code.
+ignored (see `versions.registry_env`). Installs run on the host: they run the dependencies'
+install scripts and the project's own (a dataset's repository: not yet in the build sandbox
+Python builds use, envs/buildbox.py), never the submission's code.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ the code's, and both are named by the traceback pytest prints while collecting:
   'hypothesis'`): its distribution, by the import name (or `IMPORT_NAMES`).
 
 `probe` runs `pytest --collect-only` on the build copy (the same code every task of the spec
-starts from, already run by the build: setup.py is no less the repository's code), on the
+starts from), in the build sandbox (buildbox.py: the conftest is the repository's code), on the
 project's test locations (`collection_targets`: its configured `testpaths`, else its packages and
 test folders), never on scripts beside them: sympy's `bin/test_optional_dependencies.py` runs
 half of sympy's test suite when imported, which made every sympy probe take over 10 minutes. And
@@ -24,19 +24,20 @@ from __future__ import annotations
 
 import logging
 import re
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
+from swebounty import safefs
+from swebounty.envs import buildbox
 from swebounty.envs.failures import StepFailed
 from swebounty.envs.projectfiles import read_config
-from swebounty.envs.steps import run_logged
 
 log = logging.getLogger(__name__)
 
 PROBE_TIMEOUT = 900.0
+CACHE_DIR = ".swebounty-probe-cache"
 # Import names whose distribution is named otherwise (a fact about those packages, not about
 # any repository); every other missing module is looked up under its own name.
 IMPORT_NAMES = {
@@ -112,22 +113,28 @@ def probe(
     env: dict[str, str],
     log_path: Path,
     timeout: float = PROBE_TIMEOUT,
+    reads: list[Path] | None = None,
 ) -> Probe:
     """Collect the tests of `project` with `python` (which imports the project and the
     environment whose site-packages are `sites`). `roots`: the project's own top-level import
-    names, never a package to add or leave out."""
-    # The cache stays on (plugins read config.cache: testing.pytest_command), out of the tree.
-    with tempfile.TemporaryDirectory(prefix="swebounty-probe-") as cache:
-        argv = [str(python), "-m", "pytest", "--collect-only", "-q", "--tb=short"]
-        argv += ["-o", f"cache_dir={cache}", "-W", "ignore", *collection_targets(project)]
-        try:
-            output = run_logged("probe collection", argv, log_path, cwd=project, env=env,
-                                timeout=timeout)  # fmt: skip
-            code = 0
-        except StepFailed as exc:
-            if exc.kind == "timeout":
-                return Probe(detail=f"timed out after {timeout:.0f} s")
-            output, code = exc.output, 1
+    names, never a package to add or leave out. Collecting runs the repository's conftest.py:
+    in the build sandbox (buildbox.py), writing only `project`, seeing `reads` (the
+    interpreter, the environment, the layer) read-only."""
+    # The cache stays on (plugins read config.cache: testing.pytest_command), in the tree
+    # (the sandbox's only writable place) under a name no install keeps, removed after.
+    cache = project / CACHE_DIR
+    argv = [str(python), "-m", "pytest", "--collect-only", "-q", "--tb=short"]
+    argv += ["-o", f"cache_dir={cache}", "-W", "ignore", *collection_targets(project)]
+    try:
+        output = buildbox.run_step("probe collection", argv, log_path, workdir=project,
+                                   reads=reads or [], env=env, timeout=timeout)  # fmt: skip
+        code = 0
+    except StepFailed as exc:
+        if exc.kind == "timeout":
+            return Probe(detail=f"timed out after {timeout:.0f} s")
+        output, code = exc.output, 1
+    finally:
+        safefs.remove_tree(cache)
     return read_probe(output, code, sites, roots)
 
 

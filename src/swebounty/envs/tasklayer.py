@@ -29,9 +29,8 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from swebounty import safefs
-from swebounty.envs import buildoutput
+from swebounty.envs import buildbox, buildoutput
 from swebounty.envs.failures import StepFailed
-from swebounty.envs.steps import run_logged
 
 log = logging.getLogger(__name__)
 
@@ -329,11 +328,16 @@ def install_and_capture(
     log_path: Path,
     before: set[str] | None = None,
     timeout: float = 1800,
+    interpreter_prefix: Path | None = None,
 ) -> ProjectInstall:
     """Install the base commit's `project` into a throw-away layer with the era's pip, the way
     each task will, and capture what it did (to replay it per task when that is faithful).
     `before` lists the project's files as copied, before anything built in it (resolving the
     project builds its metadata in place, and setuptools_scm writes its version file then).
+
+    The install runs the repository's own build code: in the build sandbox (buildbox.py),
+    writing only `layer.parent` (which holds `project` and `layer`), seeing the interpreter
+    (`interpreter_prefix`) and the environment of `shared_site` read-only.
 
     Raises StepFailed("install the project", "build") when neither an editable install nor a
     copy works with this interpreter."""
@@ -342,12 +346,13 @@ def install_and_capture(
     if before is None:
         before = project_files(project)
     prebuilt = native_stats(project)
+    venv = shared_site.parents[2]  # ENV/venv/lib/pythonX.Y/site-packages
+    reads = [interpreter_prefix or interpreter.resolve().parents[1], venv]
     for editable in (True, False):
         argv = pip_argv(python, project, pip_version, editable)
         try:
-            run_logged(
-                "install the project", argv, log_path, cwd=layer.parent, env=env, timeout=timeout
-            )
+            buildbox.run_step("install the project", argv, log_path, workdir=layer.parent,
+                              reads=reads, env=env, timeout=timeout)  # fmt: skip
         except StepFailed as exc:
             if editable:
                 continue  # pips before 21.3 cannot install a pyproject-only project editable
