@@ -104,6 +104,17 @@ def test_classify() -> None:
     assert result.flaky == ["c", "d"]
 
 
+def test_failing_is_one_outcome_however_it_fails() -> None:
+    # Failed in one run, an error at setup in another (a thread of an earlier test raised into
+    # it), not collected in a third: it fails before in every run, and passes after.
+    before = [{"t": "failed", "u": "passed"}, {"t": "error", "u": "passed"}, {"u": "passed"}]
+    after = [{"t": "passed", "u": "failed"}, {"t": "passed", "u": "error"}, {"t": "passed"}]
+    result = classify(before, after)
+    assert result.fail_to_pass == ["t"]
+    assert result.flaky == []  # u fails after in every run: neither label, not flaky
+    assert result.pass_to_pass == []
+
+
 def test_validate_one_sets_the_hidden_tests(tmp_path: Path) -> None:
     script = Script(
         {

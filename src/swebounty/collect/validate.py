@@ -1,8 +1,9 @@
 """Validate candidates: run the hidden tests before and after the reference patch, several times.
 
 FAIL_TO_PASS: failed or errored (or could not even be collected) in every run before, passed in
-every run after. PASS_TO_PASS: passed in every run before and after. A test whose status differs
-between runs of the same phase is flaky: recorded in `flaky_tests`, never graded.
+every run after. PASS_TO_PASS: passed in every run before and after. A test whose outcome (passed,
+failing in any of those ways, skipped) differs between runs of the same phase is flaky: recorded
+in `flaky_tests`, never graded.
 
 Two before-runs without per-test results are still read, as SWE-bench does:
 - test modules of the patch that fail to import before the fix (they import a name the fix
@@ -88,16 +89,24 @@ def classify(before: Sequence[dict[str, str]], after: Sequence[dict[str, str]]) 
     ids = sorted({t for run in [*before, *after] for t in run})
     f2p, p2p, flaky = [], [], []
     for tid in ids:
-        b = [run.get(tid, "missing") for run in before]
-        a = [run.get(tid, "missing") for run in after]
+        b = [_kind(run.get(tid, "missing")) for run in before]
+        a = [_kind(run.get(tid, "missing")) for run in after]
         if len(set(b)) > 1 or len(set(a)) > 1:
             flaky.append(tid)
         elif all(s == "passed" for s in a):
-            if all(s in FAILING for s in b):
+            if all(s == "failing" for s in b):
                 f2p.append(tid)
             elif all(s == "passed" for s in b):
                 p2p.append(tid)
     return Classified(f2p, p2p, flaky)
+
+
+def _kind(status: str) -> str:
+    # Failed, errored and not collected are one outcome: a test that fails on the base in one
+    # run and errors at setup in another (another test's thread raising into it: tqdm) fails
+    # in every run, which is what FAIL_TO_PASS asks; calling it flaky made two validations of
+    # one candidate disagree on its labels.
+    return "failing" if status in FAILING else status
 
 
 def _collected(run: dict[str, str]) -> bool:
