@@ -16,7 +16,7 @@ import pytest
 from repo_helpers import base_clones
 from swebounty.collect.batch import validate
 from swebounty.collect.per_file import crashed, patch_for_file, split_patch
-from swebounty.collect.validate import Rejected, classify, validate_one
+from swebounty.collect.validate import Rejected, validate_one
 from swebounty.frameworks.pytest import Pytest
 from swebounty.tasks import Task, load_tasks
 
@@ -87,32 +87,6 @@ class Ctx:
     def __post_init__(self) -> None:
         if self.repos_dir is None:
             self.repos_dir = base_clones(self.runs_dir / "repos", ["o/r"])
-
-
-def test_classify() -> None:
-    before = [
-        {"a": "failed", "b": "passed", "c": "passed", "d": "error", "e": "skipped"},
-        {"a": "failed", "b": "passed", "c": "failed", "d": "error", "e": "skipped"},
-    ]
-    after = [
-        {"a": "passed", "b": "passed", "c": "passed", "d": "passed", "e": "passed", "f": "passed"},
-        {"a": "passed", "b": "passed", "c": "passed", "d": "failed", "e": "passed", "f": "passed"},
-    ]
-    result = classify(before, after)
-    assert result.fail_to_pass == ["a", "f"]  # f: missing before (its module did not import)
-    assert result.pass_to_pass == ["b"]
-    assert result.flaky == ["c", "d"]
-
-
-def test_failing_is_one_outcome_however_it_fails() -> None:
-    # Failed in one run, an error at setup in another (a thread of an earlier test raised into
-    # it), not collected in a third: it fails before in every run, and passes after.
-    before = [{"t": "failed", "u": "passed"}, {"t": "error", "u": "passed"}, {"u": "passed"}]
-    after = [{"t": "passed", "u": "failed"}, {"t": "passed", "u": "error"}, {"t": "passed"}]
-    result = classify(before, after)
-    assert result.fail_to_pass == ["t"]
-    assert result.flaky == []  # u fails after in every run: neither label, not flaky
-    assert result.pass_to_pass == []
 
 
 def test_validate_one_sets_the_hidden_tests(tmp_path: Path) -> None:
