@@ -161,6 +161,46 @@ def test_a_hostile_build_is_contained(tmp_path: Path, index_reachable: None) -> 
             os.kill(pid, signal.SIGKILL)
 
 
+METADATA_SETUP = """\
+import sys
+from setuptools import setup
+
+try:
+    with open({target!r}, "a") as f:
+        f.write(" ".join(sys.argv[1:2]) + "\\n")
+except OSError:
+    pass
+setup(name="meta", version="0.1", packages=["meta"])
+"""
+
+
+@pytest.mark.sandbox
+@pytest.mark.network
+@needs_bwrap
+@pytest.mark.xfail(
+    raises=AssertionError,
+    strict=True,
+    reason="not contained yet: uv's resolution of ./project builds its metadata (setup.py "
+    "egg_info) on the host (docs/environments.md, 'Not yet contained')",
+)
+def test_the_metadata_step_of_a_hostile_build_is_contained(
+    tmp_path: Path, index_reachable: None
+) -> None:
+    """The one step still on the host (setup.py runs there for egg_info and dist_info); strict:
+    whoever contains it removes the marker."""
+    from env_helpers import build_env
+    from swebounty.envs import EnvManager
+
+    target = tmp_path / "home" / "pwned.metadata"
+    target.parent.mkdir()
+    files = {"setup.py": METADATA_SETUP.format(target=str(target)), "meta/__init__.py": "",
+             "tests/test_a.py": "def test_a():\n    pass\n"}  # fmt: skip
+    ws = git_repo(tmp_path / "ws", files)
+    manager = EnvManager(tmp_path / "cache")
+    build_env(manager, ws, datetime(2024, 3, 1, tzinfo=timezone.utc), "m-1", "t/meta")
+    assert not target.exists(), f"setup.py ran on the host for: {target.read_text()}"
+
+
 def test_without_bubblewrap_builds_run_on_the_host_after_a_warning(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
