@@ -30,3 +30,24 @@ def test_failing_is_one_outcome_however_it_fails() -> None:
     assert result.fail_to_pass == ["t"]
     assert result.flaky == []  # u fails after in every run: neither label, not flaky
     assert result.pass_to_pass == []
+
+
+def test_every_case_of_a_parametrized_test_with_a_flaky_case_is_flaky() -> None:
+    before = [
+        {"t.py::jit[a]": "passed", "t.py::jit[b]": "passed", "t.py::fix[a]": "failed"},
+        {"t.py::jit[a]": "passed", "t.py::jit[b]": "failed", "t.py::fix[a]": "failed"},
+    ]
+    after = [
+        {"t.py::jit[a]": "passed", "t.py::jit[b]": "passed", "t.py::fix[a]": "passed"},
+        {"t.py::jit[a]": "passed", "t.py::jit[b]": "passed", "t.py::fix[a]": "passed"},
+    ]
+    after[0]["t.py::C::jit[x]"] = after[1]["t.py::C::jit[x]"] = "passed"  # another function
+    for run in before:
+        run["t.py::C::jit[x]"] = "passed"
+        run["u.py::jit"] = "passed"
+    for run in after:
+        run["u.py::jit"] = "passed"
+    result = classify(before, after)
+    assert result.flaky == ["t.py::jit[a]", "t.py::jit[b]"]
+    assert result.fail_to_pass == ["t.py::fix[a]"]
+    assert result.pass_to_pass == ["t.py::C::jit[x]", "u.py::jit"]

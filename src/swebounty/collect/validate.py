@@ -2,8 +2,8 @@
 
 FAIL_TO_PASS: failed or errored (or could not even be collected) in every run before, passed in
 every run after. PASS_TO_PASS: passed in every run before and after. A test whose outcome (passed,
-failing in any of those ways, skipped) differs between runs of the same phase is flaky: recorded
-in `flaky_tests`, never graded.
+failing in any of those ways, skipped) differs between runs of the same phase is flaky, and so is
+every case of a parametrized test with a flaky case: recorded in `flaky_tests`, never graded.
 
 Two before-runs without per-test results are still read, as SWE-bench does:
 - test modules of the patch that fail to import before the fix (they import a name the fix
@@ -98,7 +98,24 @@ def classify(before: Sequence[dict[str, str]], after: Sequence[dict[str, str]]) 
                 f2p.append(tid)
             elif all(s == "passed" for s in b):
                 p2p.append(tid)
-    return Classified(f2p, p2p, flaky)
+    # A parametrized test is one function run with several arguments: when one case changes
+    # outcome between runs, its siblings are as likely to, and a few runs only catch some
+    # (uvicorn's test_limit_max_requests_jitter[h11] flipped in one validation, [httptools] in
+    # another). Every case of a function with a flaky case is flaky, so labels repeat.
+    shaky = {_function(t) for t in flaky} - {None}
+    if shaky:
+        flaky += [t for t in [*f2p, *p2p] if _function(t) in shaky]
+        f2p = [t for t in f2p if _function(t) not in shaky]
+        p2p = [t for t in p2p if _function(t) not in shaky]
+    return Classified(f2p, p2p, sorted(flaky))
+
+
+def _function(tid: str) -> str | None:
+    """The test function of a parametrized pytest id (`file::name[args]` -> `file::name`)."""
+    head, sep, tail = tid.rpartition("::")
+    if not sep or not tail.endswith("]") or "[" not in tail:
+        return None
+    return f"{head}::{tail[: tail.index('[')]}"
 
 
 def _kind(status: str) -> str:
