@@ -25,6 +25,7 @@ from swebounty.envs import EnvManager
 from swebounty.remover import Remover
 from swebounty.sandbox import Sandbox, SandboxError, get_sandbox
 from swebounty.sandbox.base import Mount, Policy, RunResult
+from swebounty.testlimit import DEFAULT_TEST_LIMIT_S
 from swebounty.verdicts import BaseFailures
 from swebounty.workdirs import make_memory_work_dir, make_work_dir, sweep_dead_work_dirs
 
@@ -94,6 +95,7 @@ class EvalContext:
         sandbox: str = "bwrap",  # or "unsafe"; "none" for contexts that only build envs
         workers: int = 1,
         timeout_s: float = 1800.0,
+        test_limit_s: float | None = DEFAULT_TEST_LIMIT_S,
         python_dirs: Iterable[Path] = (),
         offline: bool = False,
         keep_test_infra: bool = False,
@@ -122,7 +124,9 @@ class EvalContext:
             sandbox=sandboxes[0],
             envs=EnvManager(cache_dir / "envs", python_dirs=list(python_dirs), offline=offline),
             policy=Policy(
-                timeout_s=timeout_s, memory_bytes=memory_bytes or memory_share(max(1, workers))
+                timeout_s=timeout_s,
+                test_limit_s=test_limit_s,
+                memory_bytes=memory_bytes or memory_share(max(1, workers)),
             ),
             work_dir=work_dir,
             memory_dir=memory_dir,

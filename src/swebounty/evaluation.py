@@ -34,6 +34,7 @@ from swebounty.runs import ProgressFn, evaluate_run
 from swebounty.store import Store, check_run_id
 from swebounty.summary import run_report, write_run_report
 from swebounty.tasks import RecordError, Submission, Task
+from swebounty.testlimit import DEFAULT_TEST_LIMIT_S
 from swebounty.verdicts import BaseFailures, Verdict
 
 if TYPE_CHECKING:
@@ -158,6 +159,7 @@ def open_evaluation(
     repos_dir: Path | None = None,
     workers: int = 1,
     timeout_s: float = 1800.0,
+    test_limit_s: float | None = DEFAULT_TEST_LIMIT_S,
     unsafe: bool = False,
     python_dirs: Sequence[Path] = (),
     keep_test_infra: bool = False,
@@ -241,6 +243,7 @@ def open_evaluation(
             sandbox="unsafe" if unsafe else "bwrap",
             workers=workers,
             timeout_s=timeout_s,
+            test_limit_s=test_limit_s,
             python_dirs=python_dirs,
             keep_test_infra=keep_test_infra,
             base_failures=base_failures,
@@ -268,6 +271,7 @@ def open_evaluation(
             "kind": kind,
             "repos_dir": str(ctx.repos_dir or ""),
             "timeout": timeout_s,
+            "test_limit": test_limit_s,
             "keep_test_infra": keep_test_infra,
             "base_failures": base_failures,
             "executor": config.model_dump(exclude_defaults=True) | {"kind": config.kind},
@@ -337,6 +341,7 @@ def evaluate(
     repos_dir: Path | None = None,
     workers: int = 1,
     timeout_s: float = 1800.0,
+    test_limit_s: float | None = DEFAULT_TEST_LIMIT_S,
     unsafe: bool = False,
     python_dirs: Sequence[Path] = (),
     base_failures: BaseFailures = DEFAULT_POLICY,
@@ -369,6 +374,7 @@ def evaluate(
         repos_dir=repos_dir,
         workers=workers,
         timeout_s=timeout_s,
+        test_limit_s=test_limit_s,
         unsafe=unsafe,
         python_dirs=python_dirs,
         base_failures=base_failures,

@@ -11,6 +11,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from swebounty.testlimit import DEFAULT_TEST_LIMIT_S
+
 if TYPE_CHECKING:
     from rich.progress import Progress
 
@@ -75,6 +77,27 @@ TaskMemoryOpt = Annotated[
         help="ray: GiB each task declares, also its sandbox's memory limit [default: this "
         "machine's share per worker; 4 on an existing cluster]",
         show_default=False,
+    ),
+]
+
+
+def _test_limit(seconds: float | None) -> float | None:
+    """--test-limit as the Policy takes it: the default when not given, None for 0."""
+    if seconds is None:
+        return DEFAULT_TEST_LIMIT_S
+    if seconds < 0:
+        raise typer.BadParameter(f"must be 0 (no limit) or more, not {seconds:g}")
+    return seconds or None
+
+
+# One pytest test's time limit (pytest_guard/timelimit.py); the value is the Policy's.
+TestLimitOpt = Annotated[
+    float | None,
+    typer.Option(
+        callback=_test_limit,
+        show_default=False,
+        help=f"seconds one pytest test may run before it is stopped and fails alone, the run "
+        f"going on [default: {DEFAULT_TEST_LIMIT_S:g}; 0: no limit but --timeout]",
     ),
 ]
 

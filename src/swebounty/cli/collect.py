@@ -20,6 +20,7 @@ from swebounty.cli._common import (
     RunsOpt,
     TaskCpusOpt,
     TaskMemoryOpt,
+    TestLimitOpt,
     VerboseOpt,
     console,
     executor_config,
@@ -284,6 +285,7 @@ def validate_cmd(
         bool, typer.Option("--unsafe", help="run tests WITHOUT a sandbox (no user namespaces)")
     ] = False,
     timeout: Annotated[float, typer.Option(help="seconds allowed for one test run")] = 1800.0,
+    test_limit: TestLimitOpt = None,
     python_dir: Annotated[
         list[Path] | None, typer.Option(help="extra folders to look for interpreters in")
     ] = None,
@@ -329,14 +331,10 @@ def validate_cmd(
     if unsafe:
         console.print("[bold red]--unsafe: candidate code runs with no isolation[/]")
     ctx = EvalContext.create(
-        cache_dir=cache,
-        runs_dir=runs_at,
-        repos_dir=repos_dir,
-        sandbox="unsafe" if unsafe else "bwrap",
-        workers=workers,
-        timeout_s=timeout,
+        cache_dir=cache, runs_dir=runs_at, repos_dir=repos_dir, workers=workers,
+        sandbox="unsafe" if unsafe else "bwrap", timeout_s=timeout, test_limit_s=test_limit,
         python_dirs=python_dir or (),
-    )
+    )  # fmt: skip
     try:
         with console.status("connecting to Ray…") if config.remote else nullcontext():
             remote = open_executor(config, ctx, workers=workers)

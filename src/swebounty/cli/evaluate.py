@@ -20,6 +20,7 @@ from swebounty.cli._common import (
     RunsOpt,
     TaskCpusOpt,
     TaskMemoryOpt,
+    TestLimitOpt,
     VerboseOpt,
     console,
     executor_config,
@@ -102,6 +103,7 @@ def eval_cmd(
     runs_dir: RunsOpt = None,
     cache_dir: CacheOpt = None,
     timeout: Annotated[float, typer.Option(help="seconds allowed for one task's tests")] = 1800.0,
+    test_limit: TestLimitOpt = None,
     force: Annotated[bool, typer.Option(help="redo attempts that already have a verdict")] = False,
     retry_errors: Annotated[
         bool,
@@ -170,6 +172,7 @@ def eval_cmd(
                 repos_dir=repos_dir,
                 workers=workers,
                 timeout_s=timeout,
+                test_limit_s=test_limit,
                 unsafe=unsafe,
                 python_dirs=python_dir or [],
                 keep_test_infra=keep_test_infra,

@@ -19,6 +19,7 @@ from swebounty.cli._common import (
     RunsOpt,
     TaskCpusOpt,
     TaskMemoryOpt,
+    TestLimitOpt,
     console,
     executor_config,
     fail,
@@ -175,6 +176,7 @@ def run_cmd(
     runs_dir: RunsOpt = None,
     cache_dir: CacheOpt = None,
     timeout: Annotated[float, typer.Option(help="seconds allowed for one task's tests")] = 1800.0,
+    test_limit: TestLimitOpt = None,
     force: Annotated[bool, typer.Option(help="redo attempts the run already has")] = False,
     unsafe: Annotated[
         bool, typer.Option("--unsafe", help="run agents and tests WITHOUT a sandbox")
@@ -289,6 +291,7 @@ def run_cmd(
             sandbox="unsafe" if unsafe else "bwrap",
             workers=workers,
             timeout_s=timeout,
+            test_limit_s=test_limit,
             python_dirs=python_dir or [],
             base_failures=base_failures,
         )

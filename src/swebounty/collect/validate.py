@@ -9,6 +9,9 @@ Two before-runs without per-test results are still read, as SWE-bench does:
 - test modules of the patch that fail to import before the fix (they import a name the fix
   adds) while the after-run runs them: their tests that pass after are FAIL_TO_PASS;
 - a test process killed by a signal (a segfault the fix removes) while the after-runs are clean.
+A test stopped at the per-test time limit (pytest_guard/timelimit.py: it hung, a deadlock the
+fix removes) is a failing test like any other, and its run goes on; `validation.time_limited`
+names such tests per phase.
 Then every before-run is made per test module of the patch (`per_file`), so one broken module
 does not hide the others' results; a module that fails to import or crashes on its own counts
 all its tests as failing before.
@@ -35,6 +38,7 @@ from swebounty.collect.costs import Meter
 from swebounty.collect.gates import network_failures
 from swebounty.collect.per_file import crashed, patch_for_file, same_file
 from swebounty.tasks import Task
+from swebounty.testlimit import stopped
 
 if TYPE_CHECKING:
     from swebounty.evalcontext import EvalContext
@@ -252,6 +256,8 @@ def validate_one(
     start = time.monotonic()
     facts = {} if facts is None else facts
     network: dict[str, str] = {}
+    limited: dict[str, set[str]] = {}  # "before"/"after" -> tests stopped at the time limit
+    runner = _noting_stopped(runner, limited)
 
     def after_run(i: int) -> dict[str, str]:
         run = runner(task, task.patch, ctx, log_dir / f"after-{i}")
@@ -301,6 +307,8 @@ def validate_one(
         validation["before_per_file"] = reason
     if network:
         validation["network_tests"] = sorted(network)
+    if limited:
+        validation["time_limited"] = {phase: sorted(ids) for phase, ids in limited.items()}
     return task.model_copy(
         update={
             "FAIL_TO_PASS": result.fail_to_pass,
@@ -309,6 +317,21 @@ def validate_one(
             "validation": validation,
         }
     )
+
+
+def _noting_stopped(runner: Runner, limited: dict[str, set[str]]) -> Runner:
+    """`runner`, noting in `limited` the tests each phase's runs stopped at the per-test time
+    limit: failing tests like any other (a hang the fix removes is FAIL_TO_PASS), named in the
+    task's `validation` so a reader sees which ones hung."""
+
+    def run(task: Task, patch: str, ctx: EvalContext, log_dir: Path) -> _TestRun:
+        result = runner(task, patch, ctx, log_dir)
+        ids = stopped(result.outcomes)
+        if ids:
+            limited.setdefault("after" if patch else "before", set()).update(ids)
+        return result
+
+    return run
 
 
 def validate_or_reject(

@@ -41,6 +41,7 @@ from swebounty.demo import build_demo, demo_name
 from swebounty.evalcontext import EvalContext
 from swebounty.runs import evaluate_safely
 from swebounty.tasks import Submission, Task
+from swebounty.testlimit import DEFAULT_TEST_LIMIT_S
 from swebounty.verdicts import BaseFailures
 
 log = logging.getLogger(__name__)
@@ -61,6 +62,7 @@ class WorkerSpec(BaseModel):
     demo: bool = False  # the bundled demos: each node builds their repositories itself
     sandbox: str = "bwrap"
     timeout_s: float = 1800.0
+    test_limit_s: float | None = DEFAULT_TEST_LIMIT_S
     python_dirs: tuple[str, ...] = ()
     offline: bool = False
     keep_test_infra: bool = False
@@ -79,6 +81,7 @@ class WorkerSpec(BaseModel):
             demo=demo,
             sandbox=ctx.sandbox.name,
             timeout_s=ctx.policy.timeout_s,
+            test_limit_s=ctx.policy.test_limit_s,
             python_dirs=tuple(str(p) for p in ctx.envs.python_dirs),
             offline=ctx.envs.offline,
             keep_test_infra=ctx.keep_test_infra,
@@ -147,6 +150,7 @@ def worker_context(spec: WorkerSpec) -> EvalContext:
                 sandbox=spec.sandbox,
                 workers=1,
                 timeout_s=spec.timeout_s,
+                test_limit_s=spec.test_limit_s,
                 python_dirs=[Path(p) for p in spec.python_dirs],
                 offline=spec.offline,
                 keep_test_infra=spec.keep_test_infra,

@@ -123,6 +123,7 @@ def _prepare_and_run(
         patch, env, workspace, ready.test_paths, result.test_infra_reverted, targets.paths,
         JUNIT_IN_SANDBOX, targets.ignore,
     )  # fmt: skip
+    config["test_limit_s"] = ctx.policy.test_limit_s  # one hung test fails alone: timelimit.py
     if coverage_plugin(env.lock, env.path):
         # A configuration's `--cov ... --cov-fail-under=N` fails a run whose tests all pass;
         # the hidden tests are a part of the suite, so coverage says nothing here.

@@ -41,6 +41,7 @@ FILES = (
     "machinery.py",
     "reportclass.py",
     "junitfile.py",
+    "timelimit.py",
 )
 RUNNER_PYC = "run_pytest.pyc"
 # Argv: the temporary directory to write, the final one (the code's file names), the tag.

@@ -70,9 +70,17 @@ def main():
     sys.path.insert(0, os.getcwd())  # what `python -m pytest` does
     sys.argv = [os.path.join(os.path.dirname(pytest.__file__), "__main__.py")] + config["args"]
     try:
-        code = pytest.main(config["args"], plugins=[g])
+        code = pytest.main(config["args"], plugins=[g, g.limit])
     finally:
         g.finish()
+    if g.limit.over:
+        # A test stopped at the time limit may have left threads that never end (the
+        # deadlock itself), and the interpreter's exit would wait for them until the run
+        # timeout: the results are sent, so end here.
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(int(code))
     sys.exit(int(code))
 
 

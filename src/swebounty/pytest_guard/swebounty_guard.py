@@ -37,6 +37,7 @@ genuine = _load_sibling("genuine")
 machinery = _load_sibling("machinery")
 reportclass = _load_sibling("reportclass")
 junitfile = _load_sibling("junitfile")
+timelimit = _load_sibling("timelimit")
 
 _MAX_PROBLEMS = 50
 _watched, _describe, _member = machinery.watched, machinery.describe, machinery.member
@@ -58,6 +59,7 @@ class Guard:
         self.own_dirs = [os.path.join(os.path.realpath(d), "") for d in config.get("own_dirs", [])]
         self.junit = config["junit"]
         self.restored = restored
+        self.limit = timelimit.TimeLimit(config.get("test_limit_s"))  # a plugin of its own
         workspace = config["workspace"]
         infra = (config.get("infra") or {}).get("files") or {}
         self.genuine = genuine.Genuine(
@@ -116,7 +118,8 @@ class Guard:
                 if path and not self._machinery_origin(path):
                     self._problem("module %s was imported from %s" % (name, path))
                 self.genuine.remember_module(module, self._real(path) if path else None)
-        self.genuine.remember_class(Guard)  # this plugin's own hooks
+        for klass in (Guard, timelimit.TimeLimit):  # these plugins' own hooks
+            self.genuine.remember_class(klass)
         # The import machinery as it is before the workspace's code runs: its finders and
         # loaders (frozen, no file of their own) are the interpreter's.
         for module in (
@@ -169,6 +172,8 @@ class Guard:
         record = self.records.setdefault(report.nodeid, {})
         if record.get(report.when) != "failed":  # a failed subtest fails its test, as in JUnit
             record[report.when] = report.outcome
+        if self.limit.charged(report):  # over the time limit: failed, whatever it says now
+            record[report.when] = "failed"
         if hasattr(report, "wasxfail"):
             record["xfail"] = True
 

@@ -14,6 +14,8 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field, field_validator
 
+from swebounty.testlimit import DEFAULT_TEST_LIMIT_S
+
 # A DNS name: labels of letters, digits and inner hyphens (nothing a hosts file could misread).
 HOST_NAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
                        r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$")  # fmt: skip
@@ -39,6 +41,13 @@ class Policy(BaseModel):
     """Limits for one sandboxed command. Defaults suit a test suite run."""
 
     timeout_s: float = Field(1800.0, description="wall clock; the whole process tree is killed")
+    test_limit_s: float | None = Field(
+        DEFAULT_TEST_LIMIT_S,
+        gt=0,
+        description="seconds one pytest test (setup, call and teardown) may run before the "
+        "harness's guard stops it and fails it alone, the run going on "
+        "(pytest_guard/timelimit.py); None: no limit but the run's timeout",
+    )
     cpu_s: int | None = Field(None, description="RLIMIT_CPU per process (default: timeout + 60)")
     memory_bytes: int = Field(8 << 30, description="RLIMIT_AS per process")
     limit_address_space: bool = Field(
