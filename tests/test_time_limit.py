@@ -43,6 +43,9 @@ def name():
 FIXED = DEADLOCKING.replace("threading.Lock()", "threading.RLock()")
 
 TESTS = """\
+import atexit
+import threading
+
 from proj.a import double, name
 
 
@@ -56,6 +59,12 @@ def test_name():
 
 def test_after_the_hang():
     assert name().upper() == "PROJ"
+
+
+def test_leaves_a_thread_the_exit_would_wait_for():
+    stuck = threading.Thread(target=threading.Event().wait)
+    stuck.start()
+    atexit.register(stuck.join)  # tqdm's monitor before PR 1751: a hang after the summary
 """
 
 
@@ -106,10 +115,12 @@ def test_a_deadlock_the_fix_removes_is_fail_to_pass_and_the_empty_patch_unresolv
     assert task.FAIL_TO_PASS == ["tests/test_a.py::test_double"]
     assert task.PASS_TO_PASS == [
         "tests/test_a.py::test_after_the_hang",
+        "tests/test_a.py::test_leaves_a_thread_the_exit_would_wait_for",
         "tests/test_a.py::test_name",
     ]
     validation = (task.model_extra or {})["validation"]
     assert validation["time_limited"] == {"before": ["tests/test_a.py::test_double"]}
+    assert validation["test_limit_s"] == LIMIT_S
     junit = (tmp_path / "validate" / "before-2" / "junit.xml").read_text()
     assert "swebounty: this test ran longer than 3 s" in junit
 

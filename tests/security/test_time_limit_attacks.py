@@ -292,6 +292,24 @@ def test_the_harness_knows_the_guard_s_message() -> None:
     assert f'MESSAGE = "{START} %s s' in (GUARD_DIR / "timelimit.py").read_text()
 
 
+# What hung tqdm's runs before PR 1751 after pytest's summary: an atexit handler joins a
+# thread stuck on a lock (here, one that never ends), and the interpreter's exit waits.
+EXIT_HANG = (
+    "import atexit\nimport threading\n\n\n"
+    "def test_leaves_a_thread():\n"
+    "    stuck = threading.Thread(target=threading.Event().wait)\n"
+    "    stuck.start()\n"
+    "    atexit.register(stuck.join)\n"
+)
+
+
+def test_a_thread_the_tests_leave_does_not_hang_the_run_s_exit(tmp_path: Path) -> None:
+    run, seconds, stderr = guarded(tmp_path, EXIT_HANG, timeout=60)
+    assert run is not None, stderr[-2000:]
+    assert run.statuses == {"tests/test_x.py::test_leaves_a_thread": "passed"}
+    assert seconds < 30  # not the run's timeout
+
+
 def test_without_a_limit_nothing_is_stopped(tmp_path: Path) -> None:
     tests = "import time\n\n\ndef test_slow():\n    time.sleep(2)\n"
     run, _, _ = guarded(tmp_path, tests, limit=None)

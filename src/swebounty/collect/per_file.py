@@ -54,7 +54,9 @@ def crashed(exit_code: int | None, error: str | None) -> bool:
     """The test process died from a signal (segfault, abort...) before writing results.
 
     A timeout also ends with a kill, but rerunning a hanging test once per file would cost the
-    timeout each time, so it stays an infrastructure error."""
+    timeout each time, so it stays an infrastructure error. A single pytest test that hangs
+    no longer gets there: the guard fails it at the per-test time limit and the run goes on
+    (pytest_guard/timelimit.py); what times out is a hang the limit cannot stop."""
     if error is None or exit_code is None or "timed out" in error:
         return False
     return exit_code < 0 or exit_code > 128

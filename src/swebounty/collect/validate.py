@@ -309,6 +309,8 @@ def validate_one(
         validation["network_tests"] = sorted(network)
     if limited:
         validation["time_limited"] = {phase: sorted(ids) for phase, ids in limited.items()}
+        # The limit they were cut at: what a later validation must use to agree.
+        validation["test_limit_s"] = getattr(getattr(ctx, "policy", None), "test_limit_s", None)
     return task.model_copy(
         update={
             "FAIL_TO_PASS": result.fail_to_pass,

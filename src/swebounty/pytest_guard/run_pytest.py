@@ -73,15 +73,23 @@ def main():
         code = pytest.main(config["args"], plugins=[g, g.limit])
     finally:
         g.finish()
-    if g.limit.over:
-        # A test stopped at the time limit may have left threads that never end (the
-        # deadlock itself), and the interpreter's exit would wait for them until the run
-        # timeout: the results are sent, so end here.
-        with contextlib.suppress(Exception):
-            sys.stdout.flush()
-            sys.stderr.flush()
-        os._exit(int(code))
-    sys.exit(int(code))
+    _exit_now(int(code))
+
+
+def _exit_now(code):
+    """End the process as soon as the results are sent, without the interpreter's exit.
+
+    Nothing that exit still runs (atexit handlers, the joins of the threads the tests left
+    running) can change the results, but it can hang: tqdm before PR 1751 joined, in an
+    atexit handler, a monitor thread stuck on a lock, and its runs hung there after pytest's
+    summary until the run timeout, which made a finished run a timed-out one (an error); a
+    test stopped at the time limit (timelimit.py) leaves the very threads it deadlocked."""
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None).fflush(None)  # what C code of the tests printed
+    os._exit(code)
 
 
 def _make_cache_dir(args):

@@ -72,7 +72,7 @@ def main():
         sys.stdout.flush()
         sys.stderr.flush()
         guard.finish(code)
-    sys.exit(code)
+    common._exit_now(code)  # the results are sent: no hang in the interpreter's exit
 
 
 def _run(config):
