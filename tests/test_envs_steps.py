@@ -279,3 +279,40 @@ def test_other_failures_are_not_retried_offline(tmp_path: Path) -> None:
     with pytest.raises(StepFailed):
         Uv(script, tmp_path / "log").run("resolve", ["pip", "compile", "in.txt"])
     assert (tmp_path / "calls").read_text().count("x") == 1
+
+
+def test_an_index_uv_cannot_reach_is_a_network_failure_even_when_the_cache_lacks_a_package(
+    tmp_path: Path,
+) -> None:
+    # What a user behind a TLS-intercepting proxy saw: uv distrusts the certificate, the
+    # offline retry finds pytest missing from the cache and calls it unsatisfiable. That was
+    # reported (and remembered for 12 hours) as a requirements conflict.
+    fake = tmp_path / "uv"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'case "$*" in *--offline*)\n'
+        "  echo 'error: No solution found when resolving dependencies' >&2\n"
+        "  echo '  cause: Because pytest was not found in the cache and you require pytest,"
+        " we can conclude that your requirements are unsatisfiable.' >&2\n"
+        "  echo 'hint: Packages were unavailable because the network was disabled.' >&2\n"
+        "  exit 1;;\n"
+        "esac\n"
+        "echo 'error: Failed to fetch: https://pypi.org/simple/pytest/' >&2\n"
+        "echo '  cause: error sending request for url (https://pypi.org/simple/pytest/)' >&2\n"
+        "echo '  cause: invalid peer certificate: UnknownIssuer' >&2\n"
+        "exit 2\n"
+    )
+    fake.chmod(0o755)
+    uv = Uv(fake, tmp_path / "build.log")
+    with pytest.raises(StepFailed) as caught:
+        uv.run("resolve dependencies", ["pip", "compile", "requirements.in"])
+    assert caught.value.kind == "network"
+    assert "SSL_CERT_FILE" in caught.value.describe()
+    assert uv.offline  # the rest of the build stays offline
+
+    # A real failure of the offline retry (not a cache miss) is still its own.
+    fake.write_text(fake.read_text().replace("pytest was not found in the cache", "x<1 and x>2"))
+    fake.write_text(fake.read_text().replace("because the network was disabled", "for x"))
+    with pytest.raises(StepFailed) as caught:
+        Uv(fake, tmp_path / "build2.log").run("resolve dependencies", ["pip", "compile", "r.in"])
+    assert caught.value.kind == "resolve"

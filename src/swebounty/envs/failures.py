@@ -47,6 +47,8 @@ _NETWORK = re.compile(
     r"Could not connect|tcp connect error|Network unreachable|offline mode",
     re.I,
 )
+_CACHE_MISS = re.compile(r"not found in the cache|because the network was disabled")
+_TLS = re.compile(r"invalid peer certificate|certificate verify failed|UnknownIssuer")
 _NAME = r"[A-Za-z0-9][A-Za-z0-9._-]*"
 _YANKED = re.compile(rf"({_NAME})(?:[<>=!~]=?[\w.*]+)? was yanked")
 _BUILT = re.compile(r"Failed to (?:download and )?(?:build|prepare metadata for) `([^`]+)`")
@@ -78,6 +80,11 @@ def classify(output: str) -> FailureKind:
     if _NETWORK.search(output):
         return "network"
     return "other"
+
+
+def cache_miss(output: str) -> bool:
+    """uv, offline, lacked a package in its cache (what it then calls unsatisfiable)."""
+    return bool(_CACHE_MISS.search(output))
 
 
 class StepFailed(Exception):
@@ -158,6 +165,12 @@ class StepFailed(Exception):
                 "refuses (not PEP 625: .tar.bz2, .tgz, ...) at the cutoff"
             )
         if self.kind == "network":
+            if _TLS.search(self.output):
+                return (
+                    f"the package index was unreachable during {self.step}: uv does not trust "
+                    "its TLS certificate (a proxy's own CA?). Point SSL_CERT_FILE at the CA "
+                    "bundle, or set UV_SYSTEM_CERTS=1 to use the system's certificates"
+                )
             return f"the package index was unreachable during {self.step}"
         if self.kind == "timeout":
             return f"{self.step} ran out of time"

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
-from swebounty.envs.failures import StepFailed, classify
+from swebounty.envs.failures import StepFailed, cache_miss, classify
 from swebounty.envs.releases import newest_release_before
 from swebounty.envs.repairs import Repairs
 
@@ -113,7 +113,16 @@ class Uv:
             log.warning("the package index is unreachable; %s again from uv's cache only", step)
             self.offline = True
             argv.append("--offline")
-            return run_logged(step, argv, self.log_path, cwd=cwd, env=env, stderr=stderr)
+            try:
+                return run_logged(step, argv, self.log_path, cwd=cwd, env=env, stderr=stderr)
+            except StepFailed as offline:
+                # Offline, a package uv's cache lacks reads as a conflict ("not found in the
+                # cache ... unsatisfiable"): the cause is the unreachable index, and a network
+                # failure is never remembered as the spec's (a wrong certificate setting must
+                # not fail the demo for 12 hours).
+                if cache_miss(offline.output):
+                    raise exc from offline
+                raise
 
     def compile(
         self,
