@@ -166,10 +166,10 @@ class StepFailed(Exception):
             )
         if self.kind == "network":
             if _TLS.search(self.output):
+                # Short, the advice first: run summaries cut a reason at 200 characters.
                 return (
-                    f"the package index was unreachable during {self.step}: uv does not trust "
-                    "its TLS certificate (a proxy's own CA?). Point SSL_CERT_FILE at the CA "
-                    "bundle, or set UV_SYSTEM_CERTS=1 to use the system's certificates"
+                    "uv does not trust the package index's TLS certificate: set SSL_CERT_FILE "
+                    f"to your CA bundle, or UV_SYSTEM_CERTS=1 ({self.step})"
                 )
             return f"the package index was unreachable during {self.step}"
         if self.kind == "timeout":
