@@ -162,7 +162,7 @@ def read_beneath(root: Path, rel: str, max_bytes: int) -> bytes | None:
     except OSError:
         return None
     try:
-        return _read_fd(fd, max_bytes)
+        return read_fd(fd, max_bytes)
     finally:
         os.close(fd)
 
@@ -173,7 +173,9 @@ def read_regular(path: Path, max_bytes: int) -> bytes | None:
     return read_beneath(path.parent, path.name, max_bytes)
 
 
-def _read_fd(fd: int, max_bytes: int) -> bytes | None:
+def read_fd(fd: int, max_bytes: int) -> bytes | None:
+    """The bytes of the open regular file `fd`, or None when it is not one or is larger than
+    `max_bytes`."""
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
         return None

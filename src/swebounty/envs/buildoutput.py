@@ -35,7 +35,7 @@ def read_file(root: Path, rel: str) -> tuple[bytes, int] | None:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             return None
-        data = safefs.read_beneath(root, rel, MAX_FILE_BYTES)
+        data = safefs.read_fd(fd, MAX_FILE_BYTES)  # the file just checked, not reopened
     finally:
         os.close(fd)
     return None if data is None else (data, mode & 0o755)
