@@ -3,6 +3,7 @@ open-code rule, and the choice of the agent environment's interpreter."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -73,3 +74,27 @@ def test_openhands_settings_cannot_point_its_llm_elsewhere(tmp_path: Path) -> No
     with pytest.raises(ValueError, match="a dict"):
         agent("gpt-4o")
     assert '"temperature": 0' in agent({"temperature": 0}).env_vars["SWEBOUNTY_AGENT_SETTINGS"]
+
+
+def test_an_agent_installs_where_only_the_system_certificate_store_trusts_the_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import uv
+
+    from swebounty.agents.installed import install
+
+    monkeypatch.delenv("UV_SYSTEM_CERTS", raising=False)
+    fake = tmp_path / "uv"
+    fake.write_text(
+        "#!/bin/sh\n"
+        f'echo "$UV_SYSTEM_CERTS $1" >> {tmp_path}/calls\n'
+        'if [ "$1" = venv ]; then mkdir -p "$5"; exit 0; fi\n'
+        'if [ "$UV_SYSTEM_CERTS" = 1 ]; then exit 0; fi\n'
+        "echo '  cause: invalid peer certificate: UnknownIssuer' >&2\n"
+        "exit 2\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setattr(uv, "find_uv_bin", lambda: str(fake))
+    dest = install(tmp_path / "agents", "a", "a==1", b"runner", "run.py", Path(sys.executable))
+    assert (dest / ".complete").read_text() == "a==1"
+    assert (tmp_path / "calls").read_text().splitlines() == [" venv", " pip", "1 pip"]

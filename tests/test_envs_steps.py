@@ -316,3 +316,39 @@ def test_an_index_uv_cannot_reach_is_a_network_failure_even_when_the_cache_lacks
     with pytest.raises(StepFailed) as caught:
         Uv(fake, tmp_path / "build2.log").run("resolve dependencies", ["pip", "compile", "r.in"])
     assert caught.value.kind == "resolve"
+
+
+def test_a_refused_certificate_is_tried_again_with_the_system_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # README command 1 as an ordinary user behind this machine's TLS-intercepting proxy: uv's
+    # bundled roots refuse the index, the system store (curl's) trusts it. Without the retry
+    # every task of the demo failed on the network.
+    monkeypatch.delenv("UV_SYSTEM_CERTS", raising=False)
+    fake = tmp_path / "uv"
+    fake.write_text(
+        "#!/bin/sh\n"
+        f'echo "$UV_SYSTEM_CERTS $*" >> {tmp_path}/calls\n'
+        'if [ "$UV_SYSTEM_CERTS" = 1 ]; then echo ok; exit 0; fi\n'
+        "echo 'error: Failed to fetch: https://pypi.org/simple/six/' >&2\n"
+        "echo '  cause: client error (Connect)' >&2\n"
+        "echo '  cause: invalid peer certificate: UnknownIssuer' >&2\n"
+        "exit 2\n"
+    )
+    fake.chmod(0o755)
+    uv = Uv(fake, tmp_path / "build.log")
+    assert uv.run("resolve dependencies", ["pip", "compile", "r.in"]).strip() == "ok"
+    assert uv.run("install dependencies", ["pip", "install", "six"]).strip() == "ok"
+    calls = (tmp_path / "calls").read_text().splitlines()
+    # Refused once, then the system store for this call and every later one; never offline.
+    assert calls == [" pip compile r.in", "1 pip compile r.in", "1 pip install six"]
+    assert uv.system_certs and not uv.offline
+
+
+def test_the_user_s_choice_of_certificate_store_reaches_uv(monkeypatch: pytest.MonkeyPatch) -> None:
+    # What the TLS advice tells a user to set must not be dropped as ambient configuration.
+    monkeypatch.setenv("UV_SYSTEM_CERTS", "1")
+    monkeypatch.setenv("SSL_CERT_FILE", "/etc/ssl/certs/ca-certificates.crt")
+    env = isolated_env()
+    assert env["UV_SYSTEM_CERTS"] == "1"
+    assert env["SSL_CERT_FILE"] == "/etc/ssl/certs/ca-certificates.crt"

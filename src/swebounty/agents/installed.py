@@ -35,6 +35,8 @@ from pydantic import Field
 from swebounty.agents.base import AgentResult
 from swebounty.agents.command import CommandAgent, CommandConfig
 from swebounty.agents.session import Session
+from swebounty.envs.failures import tls_refused
+from swebounty.envs.steps import SYSTEM_CERTS
 from swebounty.safefs import read_regular
 from swebounty.tasks import Task
 
@@ -177,6 +179,7 @@ def install(
         shutil.rmtree(dest, ignore_errors=True)
         dest.mkdir(mode=0o755)
         log.info("installing %s into %s", requirement, dest)
+        env = dict(os.environ)
         for argv in (
             [uv, "venv", "-q", "-p", str(python), str(dest / "venv")],
             [uv, "pip", "install", "-q", "--compile-bytecode", "-p",
@@ -184,8 +187,15 @@ def install(
         ):  # fmt: skip
             try:
                 done = subprocess.run(
-                    argv, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S
+                    argv, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S, env=env
                 )
+                if done.returncode and tls_refused(done.stderr) and SYSTEM_CERTS.keys() - env:
+                    # As environment builds do (envs/steps.Uv.run): uv's own roots were
+                    # refused; the system's store is what this machine trusts.
+                    env.update(SYSTEM_CERTS)
+                    done = subprocess.run(
+                        argv, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S, env=env
+                    )
             except subprocess.TimeoutExpired as exc:
                 raise AgentInstallError(f"installing {requirement} took too long") from exc
             if done.returncode != 0:

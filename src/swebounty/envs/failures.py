@@ -49,6 +49,7 @@ _NETWORK = re.compile(
 )
 _CACHE_MISS = re.compile(r"not found in the cache|because the network was disabled")
 _TLS = re.compile(r"invalid peer certificate|certificate verify failed|UnknownIssuer")
+
 _NAME = r"[A-Za-z0-9][A-Za-z0-9._-]*"
 _YANKED = re.compile(rf"({_NAME})(?:[<>=!~]=?[\w.*]+)? was yanked")
 _BUILT = re.compile(r"Failed to (?:download and )?(?:build|prepare metadata for) `([^`]+)`")
@@ -77,7 +78,7 @@ def classify(output: str) -> FailureKind:
         return "python"
     if "No solution found" in output or "unsatisfiable" in output:
         return "resolve"
-    if _NETWORK.search(output):
+    if _NETWORK.search(output) or _TLS.search(output):
         return "network"
     return "other"
 
@@ -85,6 +86,11 @@ def classify(output: str) -> FailureKind:
 def cache_miss(output: str) -> bool:
     """uv, offline, lacked a package in its cache (what it then calls unsatisfiable)."""
     return bool(_CACHE_MISS.search(output))
+
+
+def tls_refused(output: str) -> bool:
+    """Whether uv (or pip) failed because it did not trust the index's TLS certificate."""
+    return bool(_TLS.search(output))
 
 
 class StepFailed(Exception):
@@ -167,9 +173,10 @@ class StepFailed(Exception):
         if self.kind == "network":
             if _TLS.search(self.output):
                 # Short, the advice first: run summaries cut a reason at 200 characters.
+                # uv's own roots and then the system's store were tried (steps.Uv.run).
                 return (
-                    "uv does not trust the package index's TLS certificate: set SSL_CERT_FILE "
-                    f"to your CA bundle, or UV_SYSTEM_CERTS=1 ({self.step})"
+                    "the package index's TLS certificate is trusted neither by uv nor by the "
+                    f"system's store: set SSL_CERT_FILE to the CA bundle that signs it ({self.step})"
                 )
             return f"the package index was unreachable during {self.step}"
         if self.kind == "timeout":

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
-from swebounty.envs.failures import StepFailed, cache_miss, classify
+from swebounty.envs.failures import StepFailed, cache_miss, classify, tls_refused
 from swebounty.envs.releases import newest_release_before
 from swebounty.envs.repairs import Repairs
 
@@ -47,7 +47,13 @@ _PASS_THROUGH = {
     "XDG_CACHE_HOME",
     "UV_INDEX_URL",  # an explicit index mirror is the caller's choice, not ambient config
     "UV_DEFAULT_INDEX",
+    "UV_SYSTEM_CERTS",  # the user's choice of certificate store (what our TLS advice says)
+    "UV_NATIVE_TLS",
 }
+
+# uv trusts the roots it bundles, not the system's; behind a TLS-intercepting proxy whose CA
+# is installed system-wide (where pip with its configuration and curl work), uv is refused.
+SYSTEM_CERTS = {"UV_SYSTEM_CERTS": "1"}
 
 
 def isolated_env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -90,6 +96,8 @@ class Uv:
         # Packages every `compile` of this build leaves out: no line asks for them and they
         # build nowhere here for want of a system library (prune.optional).
         self.excludes: list[str] = []
+        # Set once uv's own roots were refused and the system's store is used (`run`).
+        self.system_certs = False
 
     def run(
         self,
@@ -103,11 +111,23 @@ class Uv:
         argv = [str(self.binary), *args]
         if self.offline and args[0] == "pip":
             argv.append("--offline")
+        if self.system_certs:
+            env = {**(env if env is not None else isolated_env()), **SYSTEM_CERTS}
         try:
             return run_logged(step, argv, self.log_path, cwd=cwd, env=env, stderr=stderr)
         except StepFailed as exc:
             if exc.kind != "network" or self.offline or args[0] != "pip":
                 raise
+            if not self.system_certs and tls_refused(exc.output):
+                # Once for the rest of this build: the system's store is what the machine
+                # trusts (curl, pip's configured bundle); uv's own roots were just refused.
+                log.warning(
+                    "uv does not trust the package index's certificate; %s again with the "
+                    "system's certificate store (UV_SYSTEM_CERTS=1)",
+                    step,
+                )
+                self.system_certs = True
+                return self.run(step, args, cwd=cwd, env=env, stderr=stderr)
             # No index: what uv's cache holds may still be enough (a demo run on a plane, a
             # rebuild on an offline box). Stay offline for the rest of this build.
             log.warning("the package index is unreachable; %s again from uv's cache only", step)
