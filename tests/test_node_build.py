@@ -140,3 +140,72 @@ def test_an_environment_whose_shared_node_or_manager_was_deleted_gets_them_again
     shutil.rmtree(env.node_modules)
     cache.ensure(spec, workspace)  # its own node_modules gone: built again
     assert len(installs.read_text().splitlines()) == 2
+
+
+def test_the_install_scripts_npm_would_run_in_npm_ci_s_order() -> None:
+    """What the build sandbox runs after a download with --ignore-scripts: the dependencies'
+    install scripts, then the root's lifecycle events package.json defines, each once."""
+    from swebounty.envs.node_install import scripts_plan, without_scripts
+
+    cli = ["/n/node", "/t/npm/bin/npm-cli.js"]
+    npm = "/n/node /t/npm/bin/npm-cli.js"
+    scripts = {"preinstall": "a", "postinstall": "b", "prepare": "c", "test": "mocha"}
+    lines = scripts_plan(cli, "10.8.2", scripts).splitlines()
+    # npm 7+'s rebuild would run the root's own install events amid the dependencies': they
+    # are taken out of package.json for it, put back, then run after, alone.
+    rebuild = next(i for i, line in enumerate(lines) if line.startswith(f"{npm} rebuild"))
+    assert "delete p.scripts[e]" in lines[rebuild - 1]
+    assert lines[rebuild + 1:] == ["cp /tmp/.swebounty-package.json package.json",
+                                   f"{npm} run --ignore-scripts preinstall",
+                                   f"{npm} run --ignore-scripts postinstall",
+                                   f"{npm} run --ignore-scripts prepare"]  # fmt: skip
+    assert scripts_plan(cli, "10.8.2", {"prepare": "c"}).splitlines() == [
+        "set -e", f"{npm} rebuild", f"{npm} run --ignore-scripts prepare"
+    ]  # fmt: skip
+    # npm 6 rebuilds the dependencies only, and its `run install` runs pre and post too.
+    assert scripts_plan(cli, "6.14.18", {**scripts, "install": "i"}).splitlines() == [
+        "set -e", f"{npm} rebuild", f"{npm} run install", f"{npm} run prepare"
+    ]  # fmt: skip
+    assert without_scripts(["ci", "--no-audit"]) == ["ci", "--no-audit", "--ignore-scripts"]
+    assert without_scripts(["ci", "--ignore-scripts"]) == ["ci", "--ignore-scripts"]
+
+
+@pytest.mark.skipif(
+    shutil.which("node") is None or shutil.which("npm") is None, reason="no node and npm here"
+)
+def test_without_bubblewrap_install_scripts_run_within_the_install_after_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """No user namespaces: the install runs its scripts on the host as before, never
+    silently (buildbox's one warning)."""
+    import json
+    import logging
+    import subprocess
+
+    from swebounty.envs import buildbox
+    from swebounty.envs.node_build import NodeCache
+
+    monkeypatch.setattr(buildbox, "bwrap_available", lambda: (False, "no user namespaces"))
+    monkeypatch.setattr(buildbox, "_local", type(buildbox._local)())
+    monkeypatch.setattr(buildbox, "_warned", False)
+    npm = str(Path(str(shutil.which("npm"))).resolve())
+
+    class SystemNpm(NodeCache):
+        def manager_cli(self, node: Path, *_: object, **__: object) -> list[str]:
+            return [str(node), npm]
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "package.json").write_text(json.dumps({
+        "name": "p", "version": "1.0.0", "scripts": {"postinstall": "mkdir -p node_modules && echo ran > node_modules/ran"},
+    }))  # fmt: skip
+    version = subprocess.run([npm, "--version"], capture_output=True, text=True).stdout.strip()
+    node = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout
+    spec = NodeSpec(node=node.strip().lstrip("v"), node_system=True, manager_version=version)
+    with caplog.at_level(logging.WARNING, logger="swebounty.envs.buildbox"):
+        env = SystemNpm(tmp_path / "cache").ensure(spec, ws)
+    assert (env.node_modules / "ran").read_text() == "ran\n"
+    log = (env.path / "build.log").read_text()
+    assert "--ignore-scripts" not in log and "build sandbox" not in log
+    warned = [r.getMessage() for r in caplog.records if "UNSANDBOXED" in r.getMessage()]
+    assert len(warned) == 1 and "Node install scripts" in warned[0], warned

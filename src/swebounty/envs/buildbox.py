@@ -3,8 +3,9 @@
 A dataset names a repository and a commit, and both are hostile (DESIGN.md, principle 9).
 Building the environment runs that repository's code: its setup.py or build backend when the
 era's pip installs it over the environment (`tasklayer.install_and_capture`: the spec's project
-install, and the compiled extensions of each tree, natives.py), and its conftest.py when the
-base commit's tests are collected (probe.py). Run on the host, that code could read ~/.ssh,
+install, and the compiled extensions of each tree, natives.py), its conftest.py when the
+base commit's tests are collected (probe.py), and a Node project's install scripts and its
+dependencies' (node_install.run_scripts). Run on the host, that code could read ~/.ssh,
 write anywhere the harness can (the cache: every other task's environment), or leave a
 process behind. Here it runs in the project's bubblewrap sandbox (sandbox/), as the tests do:
 
@@ -34,6 +35,7 @@ from pathlib import Path
 from swebounty.envs.failures import StepFailed, classify
 from swebounty.envs.steps import run_logged
 from swebounty.sandbox import BwrapSandbox, Mount, Policy, SandboxError, bwrap_available
+from swebounty.sandbox.bwrap import chown_tree
 
 log = logging.getLogger(__name__)
 
@@ -75,13 +77,22 @@ def _warn(why: str) -> None:
             return
         _warned = True
     log.warning(
-        "UNSANDBOXED ENVIRONMENT BUILDS (%s): each task repository's setup.py, build backend "
-        "and conftest.py run on this host as uid %d, with its files and network: a hostile "
+        "UNSANDBOXED ENVIRONMENT BUILDS (%s): each task repository's setup.py, build backend, "
+        "conftest.py and Node install scripts run on this host as uid %d, with its files and network: a hostile "
         "dataset can read your secrets, change the cache and other tasks' environments, and "
         "leave processes behind. Build only datasets you trust here.",
         why,
         os.getuid(),
     )
+
+
+def reclaim(workdir: Path) -> None:
+    """Give a step's folder back to the harness's uid (run_step gave it to the sandbox's):
+    what stays of it (a Node environment's node_modules) is then the harness's, as files it
+    copied would be. Links are changed, never followed (chown_tree)."""
+    box: BwrapSandbox | None = getattr(_local, "box", None)
+    if box is not None and box.workdir_owner is not None and workdir.exists():
+        chown_tree(workdir, os.getuid(), os.getgid())
 
 
 def run_step(

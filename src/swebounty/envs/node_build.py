@@ -11,9 +11,11 @@ Dependencies come from the lockfile when there is one (`npm ci`, `yarn --frozen-
 `pnpm --frozen-lockfile`), else `npm install --before <cutoff>`. A registry whose publish
 times cannot answer `--before` (mirrors rewrite them) gets a plain install within the
 manifest's ranges, and the environment's `why` says so. The machine's own npm configuration is
-ignored (see `versions.registry_env`). Installs run on the host: they run the dependencies'
-install scripts and the project's own (a dataset's repository: not yet in the build sandbox
-Python builds use, envs/buildbox.py), never the submission's code.
+ignored (see `versions.registry_env`). The download runs on the host; the install scripts (the
+dependencies' and the project's own: a dataset's repository, hostile) run in the build sandbox
+with npm (node_install.py), still within the install on the host with yarn and pnpm. What a
+build leaves is the harness's afterwards (owner, no setuid or group/other write bits), and the
+lockfile it kept is copied as a regular file only (buildoutput.py).
 """
 
 from __future__ import annotations
@@ -32,8 +34,15 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from swebounty.envs import buildoutput
 from swebounty.envs.cache import CacheLayout, dir_size, read_json, remove_tree, write_json
-from swebounty.envs.node_install import install_attempts, run_install
+from swebounty.envs.node_install import (
+    install_attempts,
+    run_install,
+    run_scripts,
+    scripts_in_sandbox,
+    without_scripts,
+)
 from swebounty.envs.node_versions import NODE_PACKAGE, registry_env
 from swebounty.envs.node_workspaces import keep_nested_modules
 
@@ -241,9 +250,15 @@ class NodeCache:
         logf = env_dir / "build.log"
         attempts = install_attempts(spec.manager, spec.manager_version, spec.lockfile, spec.cutoff)
         ok = False
+        split = scripts_in_sandbox(spec.manager)
         for argv, note in attempts:
-            if run_install(cli + argv, build, node_bin, self.root, logf, self.offline):
-                ok = True
+            if not split or "--ignore-scripts" in argv:
+                ok = run_install(cli + argv, build, node_bin, self.root, logf, self.offline)
+            else:  # download on the host, scripts in the build sandbox
+                ok = run_install(
+                    cli + without_scripts(argv), build, node_bin, self.root, logf, self.offline
+                ) and run_scripts(cli, spec.manager_version, build, node_bin, logf)
+            if ok:
                 if note:
                     why.append(note)
                 break
@@ -262,8 +277,8 @@ class NodeCache:
         if nested:
             why.append(f"workspace packages with their own node_modules: {', '.join(nested)}")
         for lock in ("package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml"):
-            if (build / lock).is_file():
-                shutil.copyfile(build / lock, env_dir / f"installed-{lock}")
+            if buildoutput.read_file(build, lock) is not None:  # a regular file, not a link
+                buildoutput.copy_file(build, lock, env_dir / f"installed-{lock}")
         shutil.rmtree(build, ignore_errors=True)
         shutil.rmtree(env_dir / "home", ignore_errors=True)  # npm's logs and caches
         _world_readable(env_dir)
@@ -334,11 +349,14 @@ def _which_node_dir() -> str:
 
 def _world_readable(path: Path) -> None:
     """The sandbox runs as another uid: it must read (never write) the environment. Package
-    managers usually leave files readable already; only what is not gets changed."""
+    managers usually leave files readable already; only what is not gets changed. Nothing
+    keeps a setuid, setgid or sticky bit, nor write access for others than the owner (the
+    install scripts that made them are the repository's)."""
     for dirpath, dirs, files in os.walk(path):
         for name, bits in [(d, 0o555) for d in dirs] + [(f, 0o444) for f in files]:
             p = os.path.join(dirpath, name)
             mode = os.lstat(p).st_mode
-            if not stat.S_ISLNK(mode) and mode & bits != bits:
-                os.chmod(p, mode | bits)
+            wanted = (mode | bits) & 0o755
+            if not stat.S_ISLNK(mode) and stat.S_IMODE(mode) != wanted:
+                os.chmod(p, wanted)
     os.chmod(path, os.stat(path).st_mode | 0o555)

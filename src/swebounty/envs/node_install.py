@@ -4,15 +4,31 @@ and how each runs (the machine's npm configuration and downloads outside the reg
 Lockfile first (`npm ci`, `yarn --frozen-lockfile`, `pnpm --frozen-lockfile`), then without
 install scripts, then (npm) a plain install that keeps what the lockfile still allows; without
 a lockfile, `npm install --before <cutoff>`, then the newest releases within the ranges.
+
+The install scripts are the repository's code (its package.json's, and those of every package
+its lockfile names: hostile, DESIGN.md principle 9). With npm and a build sandbox
+(envs/buildbox.py), an attempt runs in two steps: on the host, the download and unpacking,
+which need the registry, with `--ignore-scripts`; then, in the build sandbox, what the install
+would have run (`run_scripts`: every dependency's install scripts through `npm rebuild`, then
+the root's lifecycle scripts in `npm ci`'s order), the project folder the only writable place,
+no network, no home, no process left. A failure there fails the attempt, as a failing script
+did in one step, and the next attempt installs without scripts, as before. node-gyp finds the
+headers of the Node it builds for in that Node's own folder (the registry's builds ship them),
+as it cannot download them there.
 """
 
 from __future__ import annotations
 
+import json
+import shlex
 import shutil
 import subprocess
 from datetime import datetime
 from pathlib import Path
 
+from swebounty import safefs
+from swebounty.envs import buildbox
+from swebounty.envs.failures import StepFailed
 from swebounty.envs.node_versions import registry_env
 
 INSTALL_TIMEOUT_S = 1800
@@ -88,7 +104,7 @@ def run_install(
         "npm_config_store_dir": str(root / "npm-cache" / "pnpm-store"),
         "COREPACK_ENABLE_STRICT": "0",
         "npm_config_engine_strict": "false",
-        "npm_config_nodedir": "",
+        "npm_config_nodedir": str(node_headers(node_bin) or ""),
     }
     if offline:
         env["npm_config_offline"] = "true"
@@ -110,3 +126,121 @@ def run_install(
         # A failed attempt may leave half a tree behind; the next one starts clean.
         shutil.rmtree(cwd / "node_modules", ignore_errors=True)
     return proc.returncode == 0
+
+
+# What `npm ci` and `npm install` run in the project itself once the dependencies are in place,
+# in that order (npm 7+; npm 6 knew no pre/postprepare).
+ROOT_EVENTS = ("preinstall", "install", "postinstall", "prepublish", "preprepare", "prepare",
+               "postprepare")  # fmt: skip
+_NPM6_ROOT_EVENTS = ("preinstall", "install", "postinstall", "prepublish", "prepare")
+_STRIP = (
+    "const fs = require('fs'); const p = JSON.parse(fs.readFileSync('package.json', 'utf8'));"
+    " for (const e of ['preinstall', 'install', 'postinstall']) if (p.scripts) delete p.scripts[e];"
+    " fs.writeFileSync('package.json', JSON.stringify(p));"
+)
+
+
+def scripts_in_sandbox(manager: str) -> bool:
+    """Whether this manager's install scripts run in the build sandbox, split from its
+    download step (npm; yarn and pnpm still run theirs within the install, on the host)."""
+    return manager == "npm" and buildbox.sandbox() is not None
+
+
+def without_scripts(argv: list[str]) -> list[str]:
+    """The attempt's download step: the same command with no script run."""
+    return argv if "--ignore-scripts" in argv else [*argv, "--ignore-scripts"]
+
+
+def node_headers(node_bin: Path) -> Path | None:
+    """The prefix holding the headers of the Node in `node_bin` (`include/node`), for node-gyp
+    (`npm_config_nodedir`), so that native addons build without downloading them: the
+    registry's Node builds ship them, a system Node has them when its -dev package is in."""
+    prefix = node_bin.parent
+    return prefix if (prefix / "include" / "node" / "common.gypi").is_file() else None
+
+
+def root_scripts(project: Path) -> dict[str, str]:
+    """The project's own package.json scripts (read without following a link)."""
+    data = safefs.read_beneath(project, "package.json", 4 << 20)
+    try:
+        package = json.loads(data.decode("utf-8")) if data else {}
+    except ValueError:
+        return {}
+    scripts = package.get("scripts") if isinstance(package, dict) else None
+    return (
+        {k: v for k, v in scripts.items() if isinstance(v, str)}
+        if isinstance(scripts, dict)
+        else {}
+    )
+
+
+def scripts_plan(cli: list[str], version: str, scripts: dict[str, str]) -> str:
+    """The shell script that runs, in an installed project, what npm's install would have run:
+    every dependency's install scripts (`npm rebuild`), then the root's lifecycle events that
+    package.json defines, in npm ci's order, each alone."""
+    npm = shlex.join(cli)
+    lines = ["set -e"]
+    if version.split(".")[0] in {"5", "6"}:
+        # npm 6 rebuilds the dependencies only; its `run X` runs preX and postX too.
+        lines.append(f"{npm} rebuild")
+        events = [e for e in _NPM6_ROOT_EVENTS if e in scripts]
+        if "install" in scripts:
+            events = [e for e in events if e not in ("preinstall", "postinstall")]
+        lines += [f"{npm} run {e}" for e in events]
+        return "\n".join(lines)
+    # npm 7+: `rebuild` runs the root's pre/install/postinstall too, between the dependencies'
+    # phases; npm ci runs them after every dependency's. So it runs without them here.
+    own = [e for e in ROOT_EVENTS[:3] if e in scripts]
+    if own:
+        lines += [
+            "cp package.json /tmp/.swebounty-package.json",
+            f"{shlex.quote(cli[0])} -e {shlex.quote(_STRIP)}",
+            f"{npm} rebuild || {{ code=$?; cp /tmp/.swebounty-package.json package.json; "
+            "exit $code; }",
+            "cp /tmp/.swebounty-package.json package.json",
+        ]
+    else:
+        lines.append(f"{npm} rebuild")
+    # `run X --ignore-scripts` runs X alone, without its pre and post scripts.
+    lines += [f"{npm} run --ignore-scripts {e}" for e in ROOT_EVENTS if e in scripts]
+    return "\n".join(lines)
+
+
+def run_scripts(
+    cli: list[str], version: str, cwd: Path, node_bin: Path, logf: Path
+) -> bool:  # fmt: skip
+    """Run in the build sandbox the install scripts an install with `--ignore-scripts` left
+    out (`scripts_plan`); False when they fail (the tree is then removed, as run_install
+    does)."""
+    headers = node_headers(node_bin)
+    env = {
+        **_NO_DOWNLOADS,
+        "PATH": f"{node_bin}:{cwd / 'node_modules' / '.bin'}:/usr/local/bin:/usr/bin:/bin",
+        # No machine configuration, no registry, a cache of its own that dies with the step.
+        "npm_config_userconfig": "/tmp/.npmrc-user",
+        "npm_config_globalconfig": "/tmp/.npmrc-global",
+        "npm_config_cache": "/tmp/.npm",
+        "npm_config_offline": "true",
+        "npm_config_update_notifier": "false",
+        "npm_config_fund": "false",
+        "npm_config_audit": "false",
+        "npm_config_engine_strict": "false",
+        "npm_config_nodedir": str(headers or ""),
+        "COREPACK_ENABLE_STRICT": "0",
+    }
+    # The Node and the package manager, read-only (a system Node is under /usr, seen anyway).
+    reads = [node_bin.parent, Path(cli[-1]).parents[1]]
+    argv = ["/bin/sh", "-c", scripts_plan(cli, version, root_scripts(cwd))]
+    try:
+        buildbox.run_step("install scripts", argv, logf, workdir=cwd, reads=reads, env=env,
+                          timeout=INSTALL_TIMEOUT_S)  # fmt: skip
+        ok = True
+    except StepFailed as exc:
+        with logf.open("a") as log_fh:
+            log_fh.write(f"\n(the install scripts failed in the build sandbox: {exc.kind})\n")
+        ok = False
+    finally:
+        buildbox.reclaim(cwd)
+    if not ok:
+        shutil.rmtree(cwd / "node_modules", ignore_errors=True)
+    return ok

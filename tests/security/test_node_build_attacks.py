@@ -1,0 +1,201 @@
+"""A hostile Node repository's install scripts, run while its environment is built.
+
+A dataset names the repository, so its package.json scripts and those of every package its
+manifest names are hostile (principle 9). This project's own lifecycle scripts (preinstall,
+install, postinstall, prepare) and those of its dependency (a local tarball: no registry) try
+to (a) write outside the project: the user's home, the swebounty cache and npm's download
+cache; (b) read a host secret and ship it in `node_modules` (every task's tests load it), or
+through the lockfile the build keeps (replaced by a link to the secret); (c) leave a process
+running. Run on the host (main before the build sandbox took them), each succeeds; with the
+download on the host and the scripts in the build sandbox, none does, and the scripts still
+run, in npm ci's order. An honest dependency's native addon (node-gyp) still builds there,
+offline, with the headers of the Node it builds for.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tarfile
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from swebounty.envs.node_build import NodeCache, NodeSpec
+from swebounty.sandbox import bwrap_available
+
+OK, WHY = bwrap_available()
+NODE, NPM = shutil.which("node"), shutil.which("npm")
+pytestmark = [
+    pytest.mark.sandbox,
+    pytest.mark.skipif(not OK, reason=f"no bubblewrap sandbox: {WHY}"),
+    pytest.mark.skipif(NODE is None or NPM is None, reason="no node and npm on this machine"),
+]
+
+ATTACK = """\
+const fs = require('fs'), path = require('path'), cp = require('child_process');
+const where = process.argv[2];
+const modules = path.join(process.env.INIT_CWD || process.cwd(), 'node_modules');
+fs.appendFileSync(path.join(modules, '.order'), where + '\\n');
+for (const target of TARGETS) {
+  try { fs.writeFileSync(target + '.' + where, 'written by ' + where); } catch (e) {}
+}
+let stolen;
+try { stolen = fs.readFileSync(SECRET, 'utf8'); } catch (e) { stolen = 'nothing: ' + e.code; }
+fs.writeFileSync(path.join(modules, 'stolen-' + where + '.js'),
+                 'module.exports = ' + JSON.stringify(stolen) + ';\\n');
+if (where === 'root-postinstall') {  // the lockfile the build keeps: a link to the secret
+  try { fs.rmSync('package-lock.json', {force: true}); fs.symlinkSync(SECRET, 'package-lock.json'); }
+  catch (e) {}
+}
+cp.spawn(process.execPath, ['-e', 'setTimeout(() => {}, 600000)', MARKER],
+         {detached: true, stdio: 'ignore'}).unref();
+"""
+DEP_EVENTS = ("preinstall", "install", "postinstall")
+ROOT_EVENTS = ("preinstall", "install", "postinstall", "prepare")
+
+ADDON_C = """\
+#include <node_api.h>
+static napi_value one(napi_env env, napi_callback_info info) {
+  napi_value out; napi_create_int32(env, 1, &out); return out;
+}
+static napi_value init(napi_env env, napi_value exports) {
+  napi_value fn; napi_create_function(env, "one", NAPI_AUTO_LENGTH, one, NULL, &fn);
+  napi_set_named_property(env, exports, "one", fn); return exports;
+}
+NAPI_MODULE(NODE_GYP_MODULE_NAME, init)
+"""
+BINDING_GYP = '{"targets": [{"target_name": "addon", "sources": ["addon.c"]}]}\n'
+
+
+def _tarball(path: Path, files: dict[str, str]) -> Path:
+    """An npm package tarball (one `package/` folder)."""
+    with tarfile.open(path, "w:gz") as tar:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"package/{name}")
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+class _SystemNpm(NodeCache):
+    """The machine's npm as the environment's package manager (no registry needed)."""
+
+    def manager_cli(
+        self, node: Path, manager: str, version: str, expect: str | None = None
+    ) -> list[str]:
+        return [str(node), str(Path(str(NPM)).resolve())]
+
+
+def _spec() -> NodeSpec:
+    version = subprocess.run([str(NPM), "--version"], capture_output=True, text=True).stdout
+    node = subprocess.run([str(NODE), "--version"], capture_output=True, text=True).stdout
+    return NodeSpec(node=node.strip().lstrip("v"), node_system=True, manager="npm",
+                    manager_version=version.strip())  # fmt: skip
+
+
+def _marked(marker: str) -> list[int]:
+    """Processes whose command line holds `marker` (this test's own: it planted them)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def test_hostile_install_scripts_are_contained(tmp_path: Path) -> None:
+    marker = f"swebounty-node-build-attack-{uuid.uuid4().hex}"
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    secret = home / ".ssh" / "id_rsa"
+    token = f"PRIVATE KEY {uuid.uuid4().hex}"
+    secret.write_text(token + "\n")
+    cache = tmp_path / "cache"
+    (cache / "npm-cache").mkdir(parents=True)
+    targets = [str(home / "pwned"), str(cache / "pwned"), str(cache / "npm-cache" / "pwned")]
+    attack = (ATTACK.replace("TARGETS", json.dumps(targets))
+              .replace("SECRET", json.dumps(str(secret))).replace("MARKER", json.dumps(marker)))  # fmt: skip
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    dep_scripts = {e: f"node attack.js dep-{e}" for e in DEP_EVENTS}
+    _tarball(ws / "evil-dep-1.0.0.tgz", {
+        "package.json": json.dumps({"name": "evil-dep", "version": "1.0.0",
+                                    "scripts": dep_scripts}),
+        "attack.js": attack,
+    })  # fmt: skip
+    (ws / "attack.js").write_text(attack)
+    (ws / "package.json").write_text(json.dumps({
+        "name": "hostile", "version": "1.0.0",
+        "dependencies": {"evil-dep": "file:evil-dep-1.0.0.tgz"},
+        "scripts": {e: f"node attack.js root-{e}" for e in ROOT_EVENTS},
+    }))  # fmt: skip
+    try:
+        env = _SystemNpm(cache).ensure(_spec(), ws)
+        deadline = time.monotonic() + 5
+        while _marked(marker) and time.monotonic() < deadline:
+            time.sleep(0.2)  # a sandbox's processes may still be dying
+        alive = _marked(marker)
+        written = sorted(str(p) for d in (home, cache, cache / "npm-cache")
+                         for p in d.iterdir() if "pwned" in p.name)  # fmt: skip
+        leaked = sorted(
+            str(p)
+            for p in cache.rglob("*")
+            if p.is_file() and not p.is_symlink() and token.encode() in p.read_bytes()
+        )
+        problems = [
+            *([f"(a) the install scripts wrote outside the project: {written}"] if written else []),
+            *([f"(b) the host secret reached the cache: {leaked}"] if leaked else []),
+            *([f"(c) processes outlived the build: {alive}"] if alive else []),
+        ]
+        assert not problems, "\n".join(problems)
+        # Contained, not skipped: every script ran, the dependencies' first, then the root's
+        # in npm ci's order, and what they stole is nothing.
+        order = (env.node_modules / ".order").read_text().split()
+        assert order == [f"dep-{e}" for e in DEP_EVENTS] + [f"root-{e}" for e in ROOT_EVENTS]
+        assert "nothing: ENOENT" in (env.node_modules / "stolen-dep-postinstall.js").read_text()
+        assert not (env.path / "installed-package-lock.json").exists()  # a link: not kept
+        assert not any("without install scripts" in w for w in env.why), env.why
+        log = (env.path / "build.log").read_text()
+        assert "install scripts (build sandbox): exit 0" in log
+        # What stays is the harness's: owner, and no write access for anyone else.
+        info = (env.node_modules / "stolen-dep-install.js").stat()
+        assert (info.st_uid, info.st_mode & 0o7022) == (os.getuid(), 0)
+    finally:
+        for pid in _marked(marker):  # left by a build outside the sandbox (the test failed)
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_a_native_addon_still_builds_offline(tmp_path: Path) -> None:
+    """node-gyp in the build sandbox (no network: it cannot download Node's headers) builds
+    a dependency's addon with the headers of the Node it builds for."""
+    if shutil.which("make") is None or shutil.which("cc") is None:
+        pytest.skip("no C toolchain (make, cc) for node-gyp here")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    _tarball(ws / "addon-1.0.0.tgz", {
+        "package.json": json.dumps({"name": "addon", "version": "1.0.0", "gypfile": True,
+                                    "main": "build/Release/addon.node"}),
+        "binding.gyp": BINDING_GYP, "addon.c": ADDON_C,
+    })  # fmt: skip
+    (ws / "package.json").write_text(json.dumps({
+        "name": "honest", "version": "1.0.0", "dependencies": {"addon": "file:addon-1.0.0.tgz"},
+    }))  # fmt: skip
+    env = _SystemNpm(tmp_path / "cache").ensure(_spec(), ws)
+    built = env.node_modules / "addon" / "build" / "Release" / "addon.node"
+    log = (env.path / "build.log").read_text()
+    assert built.is_file(), log[-3000:]
+    assert "install scripts (build sandbox): exit 0" in log
+    out = subprocess.run([str(NODE), "-p", f"require({json.dumps(str(built))}).one()"],
+                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert out.stdout.strip() == "1", out.stderr
