@@ -104,10 +104,13 @@ def run_step(
     reads: list[Path],
     env: dict[str, str],
     timeout: float,
+    limit_address_space: bool = True,
 ) -> str:
     """Run argv (the repository's code runs in it) in `workdir`, the only place it may
     write, seeing `reads` read-only; append its output to `log_path` as run_logged does and
-    return its stdout. Raises StepFailed (classified) on a non-zero exit or a timeout."""
+    return its stdout. Raises StepFailed (classified) on a non-zero exit or a timeout.
+    `limit_address_space=False` for Node (V8 reserves far more address space than it uses:
+    see Policy), whose memory the run's cgroup still bounds where there is one."""
     box = sandbox()
     if box is None:
         return run_logged(step, argv, log_path, cwd=workdir, env=env, timeout=timeout)
@@ -118,6 +121,7 @@ def run_step(
         env={**env, "HOME": "/tmp", "TMPDIR": "/tmp"},
         disk_bytes=4 << 30,  # /tmp: pip's build folders of an old setup.py
         output_limit_bytes=8 << 20,
+        limit_address_space=limit_address_space,
     )
     inside = [p for p in dict.fromkeys(reads) if p.exists()]
     mounts = [Mount(path=p) for p in inside if p != workdir and workdir not in p.parents]

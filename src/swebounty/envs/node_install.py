@@ -20,6 +20,7 @@ as it cannot download them there.
 from __future__ import annotations
 
 import json
+import logging
 import shlex
 import shutil
 import subprocess
@@ -30,6 +31,9 @@ from swebounty import safefs
 from swebounty.envs import buildbox
 from swebounty.envs.failures import StepFailed
 from swebounty.envs.node_versions import registry_env
+
+log = logging.getLogger(__name__)
+_warned = False
 
 INSTALL_TIMEOUT_S = 1800
 # Install scripts that fetch browsers or binaries from hosts other than the registry fail
@@ -142,8 +146,22 @@ _STRIP = (
 
 def scripts_in_sandbox(manager: str) -> bool:
     """Whether this manager's install scripts run in the build sandbox, split from its
-    download step (npm; yarn and pnpm still run theirs within the install, on the host)."""
-    return manager == "npm" and buildbox.sandbox() is not None
+    download step (npm; yarn and pnpm still run theirs within the install, on the host, which
+    is said once per process; without a sandbox buildbox says it for every step)."""
+    global _warned
+    if buildbox.sandbox() is None:
+        return False
+    if manager == "npm":
+        return True
+    if not _warned:
+        _warned = True
+        log.warning(
+            "%s installs run the task repository's and its dependencies' install scripts on "
+            "this host (only npm's run in the build sandbox yet): build only datasets you "
+            "trust with yarn or pnpm projects",
+            manager,
+        )
+    return False
 
 
 def without_scripts(argv: list[str]) -> list[str]:
@@ -233,7 +251,7 @@ def run_scripts(
     argv = ["/bin/sh", "-c", scripts_plan(cli, version, root_scripts(cwd))]
     try:
         buildbox.run_step("install scripts", argv, logf, workdir=cwd, reads=reads, env=env,
-                          timeout=INSTALL_TIMEOUT_S)  # fmt: skip
+                          timeout=INSTALL_TIMEOUT_S, limit_address_space=False)  # fmt: skip
         ok = True
     except StepFailed as exc:
         with logf.open("a") as log_fh:
