@@ -145,12 +145,12 @@ def test_an_environment_whose_shared_node_or_manager_was_deleted_gets_them_again
 def test_the_install_scripts_npm_would_run_in_npm_ci_s_order() -> None:
     """What the build sandbox runs after a download with --ignore-scripts: the dependencies'
     install scripts, then the root's lifecycle events package.json defines, each once."""
-    from swebounty.envs.node_install import scripts_plan, without_scripts
+    from swebounty.envs.node_install import npm_plan, scripts_plan, without_scripts
 
     cli = ["/n/node", "/t/npm/bin/npm-cli.js"]
     npm = "/n/node /t/npm/bin/npm-cli.js"
     scripts = {"preinstall": "a", "postinstall": "b", "prepare": "c", "test": "mocha"}
-    lines = scripts_plan(cli, "10.8.2", scripts).splitlines()
+    lines = npm_plan(cli, "10.8.2", scripts).splitlines()
     # npm 7+'s rebuild would run the root's own install events amid the dependencies': they
     # are taken out of package.json for it, put back, then run after, alone.
     rebuild = next(i for i, line in enumerate(lines) if line.startswith(f"{npm} rebuild"))
@@ -159,13 +159,18 @@ def test_the_install_scripts_npm_would_run_in_npm_ci_s_order() -> None:
                                    f"{npm} run --ignore-scripts preinstall",
                                    f"{npm} run --ignore-scripts postinstall",
                                    f"{npm} run --ignore-scripts prepare"]  # fmt: skip
-    assert scripts_plan(cli, "10.8.2", {"prepare": "c"}).splitlines() == [
+    assert npm_plan(cli, "10.8.2", {"prepare": "c"}).splitlines() == [
         "set -e", f"{npm} rebuild", f"{npm} run --ignore-scripts prepare"
     ]  # fmt: skip
     # npm 6 rebuilds the dependencies only, and its `run install` runs pre and post too.
-    assert scripts_plan(cli, "6.14.18", {**scripts, "install": "i"}).splitlines() == [
+    assert npm_plan(cli, "6.14.18", {**scripts, "install": "i"}).splitlines() == [
         "set -e", f"{npm} rebuild", f"{npm} run install", f"{npm} run prepare"
     ]  # fmt: skip
+    # yarn 1 has no rebuild: the install again from its cache, every package relinked.
+    yarn = scripts_plan(cli, "yarn", "1.22.22", ["install", "--frozen-lockfile",
+                                                 "--ignore-scripts"], scripts)  # fmt: skip
+    assert yarn.splitlines()[-1] == f"{npm} install --frozen-lockfile --offline --force"
+    assert scripts_plan(cli, "pnpm", "9.15.9", ["install"], scripts).endswith(f"{npm} rebuild")
     assert without_scripts(["ci", "--no-audit"]) == ["ci", "--no-audit", "--ignore-scripts"]
     assert without_scripts(["ci", "--ignore-scripts"]) == ["ci", "--ignore-scripts"]
 

@@ -8,12 +8,14 @@ cache; (b) read a host secret and ship it in `node_modules` (every task's tests 
 through the lockfile the build keeps (replaced by a link to the secret); (c) leave a process
 running. Run on the host (main before the build sandbox took them), each succeeds; with the
 download on the host and the scripts in the build sandbox, none does, and the scripts still
-run, in npm ci's order. An honest dependency's native addon (node-gyp) still builds there,
+run, in the order the manager's install runs them: npm (the machine's, no registry needed),
+yarn 1 and pnpm (fetched from the registry once). An honest dependency's native addon (node-gyp) still builds there,
 offline, with the headers of the Node it builds for.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -51,14 +53,22 @@ try { stolen = fs.readFileSync(SECRET, 'utf8'); } catch (e) { stolen = 'nothing:
 fs.writeFileSync(path.join(modules, 'stolen-' + where + '.js'),
                  'module.exports = ' + JSON.stringify(stolen) + ';\\n');
 if (where === 'root-postinstall') {  // the lockfile the build keeps: a link to the secret
-  try { fs.rmSync('package-lock.json', {force: true}); fs.symlinkSync(SECRET, 'package-lock.json'); }
-  catch (e) {}
+  for (const lock of ['package-lock.json', 'yarn.lock', 'pnpm-lock.yaml']) {
+    try { fs.rmSync(lock); fs.symlinkSync(SECRET, lock); } catch (e) {}
+  }
 }
 cp.spawn(process.execPath, ['-e', 'setTimeout(() => {}, 600000)', MARKER],
          {detached: true, stdio: 'ignore'}).unref();
 """
 DEP_EVENTS = ("preinstall", "install", "postinstall")
 ROOT_EVENTS = ("preinstall", "install", "postinstall", "prepare")
+_DEPS = [f"dep-{e}" for e in DEP_EVENTS]
+_ROOT = [f"root-{e}" for e in ROOT_EVENTS]
+# The order each manager's install runs them in, as node_modules records it: yarn 1 runs the
+# root's preinstall first, before it links node_modules (which drops what that wrote there).
+ORDER = {"npm": _DEPS + _ROOT, "pnpm": _DEPS + _ROOT, "yarn": _DEPS + _ROOT[1:]}
+MANAGERS = {"npm": "", "yarn": "1.22.22", "pnpm": "9.15.9"}
+LOCKS = {"npm": None, "yarn": "yarn.lock", "pnpm": "pnpm-lock.yaml"}
 
 ADDON_C = """\
 #include <node_api.h>
@@ -94,11 +104,35 @@ class _SystemNpm(NodeCache):
         return [str(node), str(Path(str(NPM)).resolve())]
 
 
-def _spec() -> NodeSpec:
-    version = subprocess.run([str(NPM), "--version"], capture_output=True, text=True).stdout
+def _spec(manager: str = "npm") -> NodeSpec:
+    version = (
+        MANAGERS[manager]
+        or subprocess.run([str(NPM), "--version"], capture_output=True, text=True).stdout.strip()
+    )
     node = subprocess.run([str(NODE), "--version"], capture_output=True, text=True).stdout
-    return NodeSpec(node=node.strip().lstrip("v"), node_system=True, manager="npm",
-                    manager_version=version.strip())  # fmt: skip
+    return NodeSpec(node=node.strip().lstrip("v"), node_system=True, manager=manager,
+                    manager_version=version, lockfile=LOCKS[manager])  # fmt: skip
+
+
+def _cache(manager: str, root: Path) -> NodeCache:
+    """npm: the machine's; yarn and pnpm from the registry (then the lockfile is written
+    here without running a script: the install plans of both need one)."""
+    return _SystemNpm(root) if manager == "npm" else NodeCache(root)
+
+
+def _lock(manager: str, cache: NodeCache, ws: Path, tarball: Path) -> None:
+    if manager == "yarn":
+        sha1 = hashlib.sha1(tarball.read_bytes()).hexdigest()
+        (ws / "yarn.lock").write_text(
+            "# yarn lockfile v1\n\n\n"
+            f'"evil-dep@file:./{tarball.name}":\n  version "1.0.0"\n'
+            f'  resolved "file:./{tarball.name}#{sha1}"\n'
+        )
+    elif manager == "pnpm":
+        cli = cache.manager_cli(Path(str(NODE)), "pnpm", MANAGERS["pnpm"])
+        env = {"PATH": os.environ["PATH"], "HOME": str(ws.parent / "lock-home")}
+        subprocess.run([*cli, "install", "--lockfile-only", "--ignore-scripts"], cwd=ws,
+                       env=env, check=True, capture_output=True, timeout=300)  # fmt: skip
 
 
 def _marked(marker: str) -> list[int]:
@@ -114,7 +148,11 @@ def _marked(marker: str) -> list[int]:
     return found
 
 
-def test_hostile_install_scripts_are_contained(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "manager", ["npm", pytest.param("yarn", marks=pytest.mark.network),
+                pytest.param("pnpm", marks=pytest.mark.network)],
+)  # fmt: skip
+def test_hostile_install_scripts_are_contained(tmp_path: Path, manager: str) -> None:
     marker = f"swebounty-node-build-attack-{uuid.uuid4().hex}"
     home = tmp_path / "home"
     (home / ".ssh").mkdir(parents=True)
@@ -129,7 +167,7 @@ def test_hostile_install_scripts_are_contained(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
     dep_scripts = {e: f"node attack.js dep-{e}" for e in DEP_EVENTS}
-    _tarball(ws / "evil-dep-1.0.0.tgz", {
+    tarball = _tarball(ws / "evil-dep-1.0.0.tgz", {
         "package.json": json.dumps({"name": "evil-dep", "version": "1.0.0",
                                     "scripts": dep_scripts}),
         "attack.js": attack,
@@ -137,11 +175,13 @@ def test_hostile_install_scripts_are_contained(tmp_path: Path) -> None:
     (ws / "attack.js").write_text(attack)
     (ws / "package.json").write_text(json.dumps({
         "name": "hostile", "version": "1.0.0",
-        "dependencies": {"evil-dep": "file:evil-dep-1.0.0.tgz"},
+        "dependencies": {"evil-dep": "file:./evil-dep-1.0.0.tgz"},
         "scripts": {e: f"node attack.js root-{e}" for e in ROOT_EVENTS},
     }))  # fmt: skip
+    builder = _cache(manager, cache)
+    _lock(manager, builder, ws, tarball)
     try:
-        env = _SystemNpm(cache).ensure(_spec(), ws)
+        env = builder.ensure(_spec(manager), ws)
         deadline = time.monotonic() + 5
         while _marked(marker) and time.monotonic() < deadline:
             time.sleep(0.2)  # a sandbox's processes may still be dying
@@ -162,9 +202,9 @@ def test_hostile_install_scripts_are_contained(tmp_path: Path) -> None:
         # Contained, not skipped: every script ran, the dependencies' first, then the root's
         # in npm ci's order, and what they stole is nothing.
         order = (env.node_modules / ".order").read_text().split()
-        assert order == [f"dep-{e}" for e in DEP_EVENTS] + [f"root-{e}" for e in ROOT_EVENTS]
+        assert order == ORDER[manager]
         assert "nothing: ENOENT" in (env.node_modules / "stolen-dep-postinstall.js").read_text()
-        assert not (env.path / "installed-package-lock.json").exists()  # a link: not kept
+        assert not list(env.path.glob("installed-*"))  # the lockfile is a link: not kept
         assert not any("without install scripts" in w for w in env.why), env.why
         log = (env.path / "build.log").read_text()
         assert "install scripts (build sandbox): exit 0" in log

@@ -13,7 +13,7 @@ times cannot answer `--before` (mirrors rewrite them) gets a plain install withi
 manifest's ranges, and the environment's `why` says so. The machine's own npm configuration is
 ignored (see `versions.registry_env`). The download runs on the host; the install scripts (the
 dependencies' and the project's own: a dataset's repository, hostile) run in the build sandbox
-with npm (node_install.py), still within the install on the host with yarn and pnpm. What a
+with npm, yarn 1 and pnpm (node_install.py), still within the install on the host with yarn 2+. What a
 build leaves is the harness's afterwards (owner, no setuid or group/other write bits), and the
 lockfile it kept is copied as a regular file only (buildoutput.py).
 """
@@ -250,14 +250,16 @@ class NodeCache:
         logf = env_dir / "build.log"
         attempts = install_attempts(spec.manager, spec.manager_version, spec.lockfile, spec.cutoff)
         ok = False
-        split = scripts_in_sandbox(spec.manager)
+        split = scripts_in_sandbox(spec.manager, spec.manager_version)
         for argv, note in attempts:
             if not split or "--ignore-scripts" in argv:
                 ok = run_install(cli + argv, build, node_bin, self.root, logf, self.offline)
             else:  # download on the host, scripts in the build sandbox
                 ok = run_install(
-                    cli + without_scripts(argv), build, node_bin, self.root, logf, self.offline
-                ) and run_scripts(cli, spec.manager_version, build, node_bin, logf)
+                    cli + without_scripts(argv), build, node_bin, self.root, logf, self.offline,
+                    split=True,
+                ) and run_scripts(cli, spec.manager, spec.manager_version, argv, build,
+                                  node_bin, self.root, logf)  # fmt: skip
             if ok:
                 if note:
                     why.append(note)

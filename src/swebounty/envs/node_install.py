@@ -6,11 +6,11 @@ install scripts, then (npm) a plain install that keeps what the lockfile still a
 a lockfile, `npm install --before <cutoff>`, then the newest releases within the ranges.
 
 The install scripts are the repository's code (its package.json's, and those of every package
-its lockfile names: hostile, DESIGN.md principle 9). With npm and a build sandbox
-(envs/buildbox.py), an attempt runs in two steps: on the host, the download and unpacking,
+its lockfile names: hostile, DESIGN.md principle 9). With a build sandbox (envs/buildbox.py)
+and npm, yarn 1 or pnpm, an attempt runs in two steps: on the host, the download and unpacking,
 which need the registry, with `--ignore-scripts`; then, in the build sandbox, what the install
-would have run (`run_scripts`: every dependency's install scripts through `npm rebuild`, then
-the root's lifecycle scripts in `npm ci`'s order), the project folder the only writable place,
+would have run (`run_scripts`: with npm every dependency's install scripts through `npm
+rebuild`, then the root's lifecycle scripts in `npm ci`'s order; see `scripts_plan`), the project folder the only writable place,
 no network, no home, no process left. A failure there fails the attempt, as a failing script
 did in one step, and the next attempt installs without scripts, as before. node-gyp finds the
 headers of the Node it builds for in that Node's own folder (the registry's builds ship them),
@@ -94,7 +94,11 @@ def install_attempts(
 
 def run_install(
     argv: list[str], cwd: Path, node_bin: Path, root: Path, logf: Path, offline: bool,
+    split: bool = False,
 ) -> bool:  # fmt: skip
+    """Run one install attempt on the host. `split`: its scripts run afterwards in the build
+    sandbox, which is handed the tree: pnpm then copies from its store rather than hard-linking
+    (a script there could otherwise change the store's files, every environment's)."""
     env = {
         **registry_env(),
         **_NO_DOWNLOADS,
@@ -113,6 +117,8 @@ def run_install(
     if offline:
         env["npm_config_offline"] = "true"
         env["YARN_ENABLE_OFFLINE_MODE"] = "1"
+    if split:
+        env["npm_config_package_import_method"] = "copy"
     (cwd.parent / "home").mkdir(exist_ok=True)
     with logf.open("a") as log_fh:
         log_fh.write(f"$ {' '.join(argv)}\n")
@@ -144,22 +150,22 @@ _STRIP = (
 )
 
 
-def scripts_in_sandbox(manager: str) -> bool:
+def scripts_in_sandbox(manager: str, version: str) -> bool:
     """Whether this manager's install scripts run in the build sandbox, split from its
-    download step (npm; yarn and pnpm still run theirs within the install, on the host, which
-    is said once per process; without a sandbox buildbox says it for every step)."""
+    download step (npm, yarn 1, pnpm; yarn 2+ still runs them within the install, on the
+    host, which is said once per process; without a sandbox buildbox says it)."""
     global _warned
     if buildbox.sandbox() is None:
         return False
-    if manager == "npm":
+    if manager != "yarn" or version.startswith("1."):
         return True
     if not _warned:
         _warned = True
         log.warning(
-            "%s installs run the task repository's and its dependencies' install scripts on "
-            "this host (only npm's run in the build sandbox yet): build only datasets you "
-            "trust with yarn or pnpm projects",
-            manager,
+            "yarn %s installs run the task repository's and its dependencies' install "
+            "scripts on this host (npm's, yarn 1's and pnpm's run in the build sandbox): "
+            "build only datasets you trust with yarn 2+ projects",
+            version,
         )
     return False
 
@@ -192,10 +198,25 @@ def root_scripts(project: Path) -> dict[str, str]:
     )
 
 
-def scripts_plan(cli: list[str], version: str, scripts: dict[str, str]) -> str:
-    """The shell script that runs, in an installed project, what npm's install would have run:
-    every dependency's install scripts (`npm rebuild`), then the root's lifecycle events that
-    package.json defines, in npm ci's order, each alone."""
+def scripts_plan(
+    cli: list[str], manager: str, version: str, argv: list[str], scripts: dict[str, str]
+) -> str:
+    """The shell script that runs, in a project installed by `argv` with --ignore-scripts,
+    what the install would have run. yarn 1 has no rebuild: the same install again, from its
+    cache (`--offline`), every package relinked (`--force`: else it skips the dependencies'
+    scripts). pnpm's `rebuild` runs the dependencies' and then the root's. npm: `npm_plan`."""
+    if manager == "yarn":
+        again = [a for a in argv if a != "--ignore-scripts"]
+        return "set -e\n" + shlex.join([*cli, *again, "--offline", "--force"])
+    if manager == "pnpm":
+        return "set -e\n" + shlex.join([*cli, "rebuild"])
+    return npm_plan(cli, version, scripts)
+
+
+def npm_plan(cli: list[str], version: str, scripts: dict[str, str]) -> str:
+    """What npm's install would have run: every dependency's install scripts (`npm
+    rebuild`), then the root's lifecycle events that package.json defines, in npm ci's order,
+    each alone."""
     npm = shlex.join(cli)
     lines = ["set -e"]
     if version.split(".")[0] in {"5", "6"}:
@@ -225,7 +246,8 @@ def scripts_plan(cli: list[str], version: str, scripts: dict[str, str]) -> str:
 
 
 def run_scripts(
-    cli: list[str], version: str, cwd: Path, node_bin: Path, logf: Path
+    cli: list[str], manager: str, version: str, argv: list[str], cwd: Path, node_bin: Path,
+    root: Path, logf: Path,
 ) -> bool:  # fmt: skip
     """Run in the build sandbox the install scripts an install with `--ignore-scripts` left
     out (`scripts_plan`); False when they fail (the tree is then removed, as run_install
@@ -245,10 +267,20 @@ def run_scripts(
         "npm_config_engine_strict": "false",
         "npm_config_nodedir": str(headers or ""),
         "COREPACK_ENABLE_STRICT": "0",
+        # yarn 1 installs again from its cache, pnpm finds its store: both read-only here.
+        "YARN_CACHE_FOLDER": str(root / "npm-cache" / "yarn"),
+        "npm_config_store_dir": str(root / "npm-cache" / "pnpm-store"),
+        "npm_config_package_import_method": "copy",
+        "npm_config_side_effects_cache": "false",
     }
     # The Node and the package manager, read-only (a system Node is under /usr, seen anyway).
     reads = [node_bin.parent, Path(cli[-1]).parents[1]]
-    argv = ["/bin/sh", "-c", scripts_plan(cli, version, root_scripts(cwd))]
+    if manager == "yarn":
+        reads.append(root / "npm-cache" / "yarn")
+    if manager == "pnpm":
+        reads.append(root / "npm-cache" / "pnpm-store")
+    plan = scripts_plan(cli, manager, version, argv, root_scripts(cwd))
+    argv = ["/bin/sh", "-c", plan]
     try:
         buildbox.run_step("install scripts", argv, logf, workdir=cwd, reads=reads, env=env,
                           timeout=INSTALL_TIMEOUT_S, limit_address_space=False)  # fmt: skip
