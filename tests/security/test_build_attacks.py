@@ -2,7 +2,7 @@
 
 A dataset names the repository, so its setup.py and conftest.py are hostile (principle 9).
 This repository's build (its build_ext: what the era's pip runs to install it over the
-environment, never uv's metadata step) and its conftest (run when the build collects the base
+environment) and its conftest (run when the build collects the base
 commit's tests) try to (a) write outside the build: the user's home, the swebounty cache and
 the environment's site-packages (a .pth every task would run); (b) read a host secret and ship
 it in the built package (a generated module every task's workspace gets); (c) leave a process
@@ -177,17 +177,12 @@ setup(name="meta", version="0.1", packages=["meta"])
 @pytest.mark.sandbox
 @pytest.mark.network
 @needs_bwrap
-@pytest.mark.xfail(
-    raises=AssertionError,
-    strict=True,
-    reason="not contained yet: uv's resolution of ./project builds its metadata (setup.py "
-    "egg_info) on the host (docs/environments.md, 'Not yet contained')",
-)
 def test_the_metadata_step_of_a_hostile_build_is_contained(
     tmp_path: Path, index_reachable: None
 ) -> None:
-    """The one step still on the host (setup.py runs there for egg_info and dist_info); strict:
-    whoever contains it removes the marker."""
+    """uv's resolution of ./project needs its metadata: setup.py runs for it (egg_info,
+    dist_info) in the build sandbox (projectmeta.py), never on the host, where it could
+    write into the home. On main before that, it wrote `pwned.metadata` there."""
     from env_helpers import build_env
     from swebounty.envs import EnvManager
 
@@ -197,8 +192,10 @@ def test_the_metadata_step_of_a_hostile_build_is_contained(
              "tests/test_a.py": "def test_a():\n    pass\n"}  # fmt: skip
     ws = git_repo(tmp_path / "ws", files)
     manager = EnvManager(tmp_path / "cache")
-    build_env(manager, ws, datetime(2024, 3, 1, tzinfo=timezone.utc), "m-1", "t/meta")
+    env = build_env(manager, ws, datetime(2024, 3, 1, tzinfo=timezone.utc), "m-1", "t/meta")
     assert not target.exists(), f"setup.py ran on the host for: {target.read_text()}"
+    log = (tmp_path / "cache" / "specs" / (env.spec_key or "") / "build.log").read_text()
+    assert "prepare the project's metadata (build sandbox): exit 0" in log
 
 
 def test_without_bubblewrap_builds_run_on_the_host_after_a_warning(

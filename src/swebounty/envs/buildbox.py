@@ -19,9 +19,9 @@ What the step leaves in its folder is the repository's, and is read back as regu
 (buildoutput.py). Where bubblewrap cannot run (no user namespaces), the step runs on the host
 as before, after a warning that says so once per process, as the --unsafe test sandbox does.
 
-Not here (still on the host, see docs/environments.md): uv's resolution of `./project`, which
-builds the project's metadata (setup.py egg_info / prepare_metadata_for_build_wheel) with the
-package index and uv's cache, which the harness owns and every build shares.
+The project's metadata, which uv's resolution of `./project` needs, is prepared here too
+(projectmeta.py, `run_for_result`): the build copy a throw-away layer, the result read from
+the channel the harness owns.
 """
 
 from __future__ import annotations
@@ -114,6 +114,44 @@ def run_step(
     box = sandbox()
     if box is None:
         return run_logged(step, argv, log_path, cwd=workdir, env=env, timeout=timeout)
+    return _run(box, step, argv, log_path, workdir=workdir, reads=reads, env=env,
+                timeout=timeout, throwaway=False,
+                limit_address_space=limit_address_space)[0]  # fmt: skip
+
+
+def run_for_result(
+    box: BwrapSandbox,
+    step: str,
+    argv: list[str],
+    log_path: Path,
+    *,
+    workdir: Path,
+    reads: list[Path],
+    env: dict[str, str],
+    timeout: float,
+) -> tuple[str, bytes]:
+    """As run_step, in `box`, but `workdir` is a throw-away layer where bubblewrap can make
+    one (as root, bwrap 0.10+; elsewhere it is written, as run_step's is), and the result is
+    what argv wrote to the channel the harness owns ($SWEBOUNTY_RESULT_FD): (stdout, those
+    bytes). No file of the step is read back. The bytes are the repository's to write too:
+    they are hostile input."""
+    return _run(box, step, argv, log_path, workdir=workdir, reads=reads, env=env,
+                timeout=timeout, throwaway=True)  # fmt: skip
+
+
+def _run(
+    box: BwrapSandbox,
+    step: str,
+    argv: list[str],
+    log_path: Path,
+    *,
+    workdir: Path,
+    reads: list[Path],
+    env: dict[str, str],
+    timeout: float,
+    throwaway: bool,
+    limit_address_space: bool = True,
+) -> tuple[str, bytes]:
     started = time.monotonic()
     box.prepare_workdir(workdir)
     policy = Policy(
@@ -122,11 +160,15 @@ def run_step(
         disk_bytes=4 << 30,  # /tmp: pip's build folders of an old setup.py
         output_limit_bytes=8 << 20,
         limit_address_space=limit_address_space,
+        channel_limit_bytes=1 << 20,
     )
     inside = [p for p in dict.fromkeys(reads) if p.exists()]
     mounts = [Mount(path=p) for p in inside if p != workdir and workdir not in p.parents]
+    if throwaway:
+        mounts.append(Mount(path=workdir, ephemeral=True))
     try:
-        result = box.run(argv, workdir=workdir, mounts=mounts, policy=policy)
+        result = box.run(argv, workdir=workdir, mounts=mounts, policy=policy,
+                         result_channel=throwaway)  # fmt: skip
     except SandboxError as exc:
         raise StepFailed(step, "other", f"the build sandbox could not start: {exc}") from exc
     out, err, code = result.stdout, result.stderr, result.returncode
@@ -142,4 +184,4 @@ def run_step(
         raise StepFailed(step, "timeout", err + out)
     if code != 0:
         raise StepFailed(step, classify(err + out), err + out)
-    return out
+    return out, result.channel or b""

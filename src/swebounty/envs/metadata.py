@@ -56,13 +56,21 @@ def invalid_releases(output: str) -> list[tuple[str, str]]:
 
 
 class Repair:
-    """A release's metadata, as uv will be told it: requirements and Requires-Python."""
+    """A release's metadata, as uv will be told it: requirements, Requires-Python and, when
+    known, the extras it provides."""
 
     def __init__(
-        self, name: str, version: str, requires: list[str], python: str | None, notes: list[str]
+        self,
+        name: str,
+        version: str,
+        requires: list[str],
+        python: str | None,
+        notes: list[str],
+        extras: list[str] | None = None,
     ) -> None:
         self.name, self.version = name, version
         self.requires, self.python, self.notes = requires, python, notes
+        self.extras = extras
 
     def toml(self) -> str:
         lines = [
@@ -73,6 +81,8 @@ class Repair:
         ]
         if self.python:
             lines.append(f"requires-python = {_quote(self.python)}")
+        if self.extras is not None:
+            lines.append("provides-extras = [" + ", ".join(_quote(e) for e in self.extras) + "]")
         return "\n".join(lines) + "\n"
 
     def describe(self) -> str:

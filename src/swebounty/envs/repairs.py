@@ -8,6 +8,8 @@ recorded in the environment's report (`notes`):
   (metadata.repair_wheel), in the folder given as `--find-links`;
 - an sdist of a refused name (`.tar.bz2`, `.tgz`): repacked as `.tar.gz` (sdists.py) in that
   same folder, CACHE/sdists/, shared by every build and rebuild.
+And the project's own metadata, prepared in the build sandbox (projectmeta.py), goes in that
+config file too when a resolution names the project by path.
 """
 
 from __future__ import annotations
@@ -15,11 +17,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
+from typing import Any, Protocol
 
 from packaging.utils import canonicalize_name
 
 from swebounty.envs import metadata, sdists
 from swebounty.envs.failures import StepFailed
+
+
+class ProjectSource(Protocol):
+    """Where `Uv.compile` gets the project's metadata, to hand it to uv with the repairs
+    (projectmeta.ProjectMetadata): (the metadata, the requirements file naming it)."""
+
+    def given(
+        self, uvr: Any, python: Path, requirements: Path, args: list[str]
+    ) -> tuple[metadata.Repair | None, Path]: ...
 
 
 class Repairs:
@@ -30,10 +42,13 @@ class Repairs:
         self.releases: dict[tuple[str, str], metadata.Repair | str | None] = {}
         self.repacked: dict[str, str | None] = {}  # name -> newest version repacked
 
-    def args(self) -> list[str]:
-        """What uv gets to see the repairs: a config file, a find-links folder."""
+    def args(self, project: metadata.Repair | None = None) -> list[str]:
+        """What uv gets to see the repairs (and the project's metadata, projectmeta.py): a
+        config file, a find-links folder."""
         out: list[str] = []
         fixed = [r for r in self.releases.values() if isinstance(r, metadata.Repair)]
+        if project is not None:  # uv takes no metadata for a path given two entries
+            fixed = [r for r in fixed if r.name != project.name] + [project]
         if fixed:
             self.config_path.write_text("\n".join(r.toml() for r in fixed), encoding="utf-8")
             out += ["--config-file", str(self.config_path)]

@@ -28,12 +28,13 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
-from swebounty.envs import plugins, prune
+from swebounty.envs import plugins, projectmeta, prune
 from swebounty.envs.companions import import_roots, is_companion
 from swebounty.envs.failures import StepFailed
 from swebounty.envs.interpreters import Interpreter, first_release
 from swebounty.envs.metadata import Repair
 from swebounty.envs.models import BASE_PACKAGES, DepSet, ResolvedSpec
+from swebounty.envs.projectmeta import ProjectMetadata
 from swebounty.envs.releases import first_release_after, newest_release_before
 from swebounty.envs.staticmeta import declared, failed_in_project
 from swebounty.envs.steps import Uv, pinned, strip_project, with_allowances
@@ -77,6 +78,11 @@ def resolve_lock(
     cutoffs = [spec.share_cutoff, spec.cutoff] if shared and spec.share_cutoff else [spec.cutoff]
     tools: tuple[dict[str, datetime], list[str], datetime | None] | None = None
     static: Repair | None = None  # the project's declared metadata, once its build failed
+    if spec.install_project:  # its metadata, for uv, made in the build sandbox
+        source = uvr.project
+        if not isinstance(source, ProjectMetadata) or source.project != tmp / "project":
+            uvr.project = source = ProjectMetadata(tmp / "project")
+        source.prefixes[interp.executable] = interp.prefix
     for index, plan in enumerate(plans):
         if index < first_plan:
             continue
@@ -119,7 +125,10 @@ def resolve_lock(
                     if (
                         spec.install_project
                         and static is None
-                        and failed_in_project(exc.output, tmp / "project")
+                        and (
+                            exc.step == projectmeta.STEP
+                            or failed_in_project(exc.output, tmp / "project")
+                        )
                     ):
                         static = declared(tmp / "project", spec.project_name)
                         if static is not None:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from swebounty.envs.failures import StepFailed, cache_miss, classify, tls_refused
 from swebounty.envs.releases import newest_release_before
-from swebounty.envs.repairs import Repairs
+from swebounty.envs.repairs import ProjectSource, Repairs
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +98,9 @@ class Uv:
         self.excludes: list[str] = []
         # Set once uv's own roots were refused and the system's store is used (`run`).
         self.system_certs = False
+        # The project's metadata, prepared in the build sandbox (projectmeta.py), for the
+        # resolutions that name it by path: set by resolve_lock.
+        self.project: ProjectSource | None = None
 
     def run(
         self,
@@ -184,10 +187,13 @@ class Uv:
         env = isolated_env({"RUST_LOG": "warn"})
         while True:
             warnings: list[str] = []
+            project, given = None, requirements
+            if self.project is not None:  # named, with its metadata (projectmeta.py)
+                project, given = self.project.given(self, python, requirements, args)
             try:
                 out = self.run(
                     "resolve dependencies",
-                    [*args[:-1], *self.fixes.args(), args[-1]],
+                    [*args[:-1], *self.fixes.args(project), str(given)],
                     cwd=cwd,
                     env=env,
                     stderr=warnings,
