@@ -239,3 +239,24 @@ def test_a_native_addon_still_builds_offline(tmp_path: Path) -> None:
     out = subprocess.run([str(NODE), "-p", f"require({json.dumps(str(built))}).one()"],
                          capture_output=True, text=True, timeout=60)  # fmt: skip
     assert out.stdout.strip() == "1", out.stderr
+
+
+def test_scripts_that_fail_in_the_sandbox_leave_the_dependencies_without_them(
+    tmp_path: Path,
+) -> None:
+    """A dependency's script that needs the network (a prebuilt binary's download) fails in
+    the build sandbox; a plan without a lockfile (no `npm ci --ignore-scripts` of its own) then
+    keeps the dependencies without their scripts, and says so, rather than no environment."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    fetch = "node -e \"require('https').get('https://registry.npmjs.org/').on('error', () => process.exit(1))\""
+    _tarball(ws / "fetcher-1.0.0.tgz", {
+        "package.json": json.dumps({"name": "fetcher", "version": "1.0.0",
+                                    "scripts": {"postinstall": fetch}}),
+    })  # fmt: skip
+    (ws / "package.json").write_text(json.dumps({
+        "name": "honest", "version": "1.0.0", "dependencies": {"fetcher": "file:./fetcher-1.0.0.tgz"},
+    }))  # fmt: skip
+    env = _SystemNpm(tmp_path / "cache").ensure(_spec(), ws)
+    assert (env.node_modules / "fetcher" / "package.json").is_file()
+    assert any("failed in the build sandbox" in w for w in env.why), env.why

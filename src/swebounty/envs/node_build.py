@@ -251,19 +251,32 @@ class NodeCache:
         attempts = install_attempts(spec.manager, spec.manager_version, spec.lockfile, spec.cutoff)
         ok = False
         split = scripts_in_sandbox(spec.manager, spec.manager_version)
+        scripts_failed: list[str] | None = None  # the first attempt whose scripts alone failed
         for argv, note in attempts:
             if not split or "--ignore-scripts" in argv:
                 ok = run_install(cli + argv, build, node_bin, self.root, logf, self.offline)
             else:  # download on the host, scripts in the build sandbox
-                ok = run_install(
-                    cli + without_scripts(argv), build, node_bin, self.root, logf, self.offline,
-                    split=True,
-                ) and run_scripts(cli, spec.manager, spec.manager_version, argv, build,
-                                  node_bin, self.root, logf)  # fmt: skip
+                host = cli + without_scripts(argv)
+                downloaded = run_install(host, build, node_bin, self.root, logf, self.offline,
+                                         split=True)  # fmt: skip
+                ok = downloaded and run_scripts(cli, spec.manager, spec.manager_version, argv,
+                                                build, node_bin, self.root, logf)  # fmt: skip
+                if downloaded and not ok and scripts_failed is None:
+                    scripts_failed = host
             if ok:
                 if note:
                     why.append(note)
                 break
+        if not ok and scripts_failed is not None:
+            # Every attempt failed, one of them only in its install scripts (a script that
+            # downloads, which the sandbox has no network for): its dependencies without them,
+            # as a lockfile's plan falls back to `npm ci --ignore-scripts`.
+            ok = run_install(scripts_failed, build, node_bin, self.root, logf, self.offline)
+            if ok:
+                why.append(
+                    "installed without install scripts: they failed in the build sandbox "
+                    "(no network there; see build.log)"
+                )
         if not ok:
             tail = logf.read_text(errors="replace")[-1500:]
             shutil.rmtree(build, ignore_errors=True)

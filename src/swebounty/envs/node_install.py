@@ -219,7 +219,8 @@ def npm_plan(cli: list[str], version: str, scripts: dict[str, str]) -> str:
     each alone."""
     npm = shlex.join(cli)
     lines = ["set -e"]
-    if version.split(".")[0] in {"5", "6"}:
+    major = version.split(".")[0]
+    if major.isdigit() and int(major) < 7:
         # npm 6 rebuilds the dependencies only; its `run X` runs preX and postX too.
         lines.append(f"{npm} rebuild")
         events = [e for e in _NPM6_ROOT_EVENTS if e in scripts]
