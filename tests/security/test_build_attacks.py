@@ -23,6 +23,8 @@ import pytest
 
 from repo_helpers import git_repo
 from swebounty.envs import buildbox
+from swebounty.envs.failures import StepFailed
+from swebounty.envs.steps import Uv
 from swebounty.sandbox import bwrap_available
 
 OK, WHY = bwrap_available()
@@ -215,3 +217,47 @@ def test_without_bubblewrap_builds_run_on_the_host_after_a_warning(
     warned = [r.getMessage() for r in caplog.records if "UNSANDBOXED" in r.getMessage()]
     assert len(warned) == 1 and "no user namespaces" in warned[0], warned
     assert "setup.py" in warned[0] and "on this host" in warned[0]
+
+
+@pytest.mark.sandbox
+@needs_bwrap
+def test_a_link_left_where_the_build_s_folder_was_is_not_mounted(tmp_path: Path) -> None:
+    """A sandboxed step can write the build folder (the project's install works in it), so a
+    later step's folder may be a link it left there, to a host folder: bwrap would mount the
+    host folder in its place (writable, for a step's workdir). Refused, nothing runs."""
+    host = tmp_path / "home"
+    host.mkdir()
+    build = tmp_path / "build"
+    build.mkdir()
+    (build / "project").symlink_to(host)
+    (build / "layer").symlink_to(host)
+    (build / "real").mkdir()
+    argv = ["/bin/sh", "-c", "echo pwned > pwned"]
+    env = {"PATH": "/usr/bin:/bin"}
+    for workdir, reads in ((build / "project", []), (build / "real", [build / "layer"])):
+        with pytest.raises(StepFailed, match="failed") as failed:
+            buildbox.run_step("probe collection", argv, tmp_path / "log", workdir=workdir,
+                              reads=reads, env=env, timeout=30)  # fmt: skip
+        assert "is a link, not the build's folder" in failed.value.output
+    assert not (host / "pwned").exists() and not (build / "real" / "pwned").exists()
+
+
+def test_the_harness_writes_no_file_of_the_build_folder_through_a_link(tmp_path: Path) -> None:
+    """Its inputs for uv (constraints, excludes) are written where a sandboxed step could
+    have left links to host files: written as new regular files, the host files untouched."""
+    fake_uv = tmp_path / "uv"
+    fake_uv.write_text("#!/bin/sh\necho six==1.0\n")
+    fake_uv.chmod(0o755)
+    victim = tmp_path / "victim"
+    victim.write_text("the host's\n")
+    for name in ("era-constraints.txt", "excludes.txt"):
+        (tmp_path / name).symlink_to(victim)
+    req = tmp_path / "requirements.in"
+    req.write_text("six\n")
+    uvr = Uv(fake_uv, tmp_path / "build.log", offline=True)
+    when = datetime(2015, 1, 1, tzinfo=timezone.utc)
+    out = uvr.compile(Path("/usr/bin/python3"), req, when, cwd=tmp_path, excludes=["nose"])
+    assert out == "six==1.0\n"
+    assert victim.read_text() == "the host's\n"
+    assert (tmp_path / "excludes.txt").read_text() == "nose\n"
+    assert not (tmp_path / "era-constraints.txt").is_symlink()

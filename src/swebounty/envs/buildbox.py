@@ -153,6 +153,12 @@ def _run(
     limit_address_space: bool = True,
 ) -> tuple[str, bytes]:
     started = time.monotonic()
+    # Mounted by path, and bwrap follows links: a link left where a folder of the build was
+    # (by an earlier step, which could write the build folder) would show a host folder.
+    for path in (workdir, *(r for r in reads if workdir.parent in r.parents)):
+        if path.is_symlink():
+            raise StepFailed(step, "other", f"{path} is a link, not the build's folder: not "
+                             "mounted (the repository's build replaced it?)")  # fmt: skip
     box.prepare_workdir(workdir)
     policy = Policy(
         timeout_s=timeout,

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from packaging.utils import canonicalize_name
 
+from swebounty import safefs
 from swebounty.envs import buildcopy
 from swebounty.envs.cache import read_json, write_json
 from swebounty.envs.candidate import Candidates
@@ -218,7 +219,7 @@ def _resolve(
             continue
         want = [distribution(m) for m in [*added, *batch]]
         req = tmp / "complete.in"
-        req.write_text("\n".join([*pins, *want]) + "\n", encoding="utf-8")
+        safefs.write_beneath(tmp, req.name, "".join(f"{p}\n" for p in [*pins, *want]).encode())
         try:
             out = uvr.compile(python, req, cutoff, cwd=tmp, allow=allow)
         except StepFailed as exc:

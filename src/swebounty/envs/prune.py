@@ -21,6 +21,7 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from swebounty import safefs
 from swebounty.envs.failures import StepFailed
 from swebounty.envs.interpreters import Interpreter
 from swebounty.envs.models import DepSet
@@ -101,7 +102,7 @@ def resolves_alone(
     """Whether one requirement line resolves by itself at `cutoff` (prune.py's test of a line
     that nothing on the index can satisfy). When the index cannot tell, it is kept."""
     single = tmp / "alone.in"
-    single.write_text(line + "\n", encoding="utf-8")
+    safefs.write_beneath(tmp, single.name, f"{line}\n".encode())
     try:
         uvr.compile(
             interp.executable,

@@ -28,6 +28,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
+from swebounty import safefs
 from swebounty.envs import plugins, projectmeta, prune
 from swebounty.envs.companions import import_roots, is_companion
 from swebounty.envs.failures import StepFailed
@@ -107,7 +108,7 @@ def resolve_lock(
                     wanted = [unpin_tools(line) for line in wanted]
                 lines += [*wanted, *pins]
                 req = tmp / "requirements.in"
-                req.write_text("\n".join(lines) + "\n", encoding="utf-8")
+                safefs.write_beneath(tmp, req.name, "".join(f"{x}\n" for x in lines).encode())
                 try:
                     out = uvr.compile(
                         interp.executable,
@@ -298,7 +299,7 @@ def tools_for(
         return {}, [], None
     when = min(released + TOOLS_GRACE, datetime.now(timezone.utc))
     req = tmp / "tools.in"
-    req.write_text("\n".join(BASE_PACKAGES) + "\n", encoding="utf-8")
+    safefs.write_beneath(tmp, req.name, "".join(f"{x}\n" for x in BASE_PACKAGES).encode())
     out = uvr.compile(interp.executable, req, when, cwd=tmp, tools_cutoff=when)
     names = [
         canonicalize_name(line.split("==")[0])

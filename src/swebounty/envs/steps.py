@@ -22,6 +22,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
+from swebounty import safefs
 from swebounty.envs.failures import StepFailed, cache_miss, classify, tls_refused
 from swebounty.envs.releases import newest_release_before
 from swebounty.envs.repairs import ProjectSource, Repairs
@@ -172,14 +173,16 @@ class Uv:
         keep = era_build_tools(tools_cutoff or cutoff, self.offline) + (constraints or [])
         if keep:
             path = requirements.with_name("era-constraints.txt")
-            path.write_text("".join(k + "\n" for k in keep), encoding="utf-8")
+            safefs.write_beneath(path.parent, path.name, "".join(f"{k}\n" for k in keep).encode())
             args += ["--constraints", str(path)]
         for name in self.only_binary:
             args += ["--only-binary", name]
         excludes = [*self.excludes, *(e for e in excludes or [] if e not in self.excludes)]
         if excludes:
             path = requirements.with_name("excludes.txt")
-            path.write_text("".join(e + "\n" for e in excludes), encoding="utf-8")
+            safefs.write_beneath(
+                path.parent, path.name, "".join(f"{e}\n" for e in excludes).encode()
+            )
             args += ["--excludes", str(path)]
         args.append(str(requirements))
         # uv skips a release whose metadata it cannot parse and says so only in a warning:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
+from swebounty import safefs
 from swebounty.envs.failures import StepFailed
 from swebounty.envs.interpreters import Interpreter
 from swebounty.envs.releases import sdist_size
@@ -84,7 +85,7 @@ def no_wheels(
     remaining = [p for p in pins if p.strip() and not p.startswith("#")]
     for _ in range(30):
         req = tmp / "wheels.in"
-        req.write_text("\n".join(remaining) + "\n", encoding="utf-8")
+        safefs.write_beneath(tmp, req.name, "".join(f"{p}\n" for p in remaining).encode())
         args = ["pip", "compile", "--quiet", "--no-deps", "--only-binary", ":all:"]
         args += ["--python", str(python), *cutoff_args(cutoff, allow), str(req)]
         try:
