@@ -5,7 +5,9 @@ manifest names are hostile (principle 9). This project's own lifecycle scripts (
 install, postinstall, prepare) and those of its dependency (a local tarball: no registry) try
 to (a) write outside the project: the user's home, the swebounty cache and npm's download
 cache; (b) read a host secret and ship it in `node_modules` (every task's tests load it), or
-through the lockfile the build keeps (replaced by a link to the secret); (c) leave a process
+through the lockfile the build keeps (replaced by a link to the secret), or through links
+in `node_modules` to the host's files (the host reads it, the tests' sandbox mounts it); (c)
+leave a process
 running. Run on the host (main before the build sandbox took them), each succeeds; with the
 download on the host and the scripts in the build sandbox, none does, and the scripts still
 run, in the order the manager's install runs them: npm (the machine's, no registry needed),
@@ -56,6 +58,10 @@ if (where === 'root-postinstall') {  // the lockfile the build keeps: a link to 
   for (const lock of ['package-lock.json', 'yarn.lock', 'pnpm-lock.yaml']) {
     try { fs.rmSync(lock); fs.symlinkSync(SECRET, lock); } catch (e) {}
   }
+  // node_modules, which the host reads and the tests' sandbox mounts: links to host files
+  try { fs.symlinkSync(path.dirname(SECRET), path.join(modules, 'planted')); } catch (e) {}
+  try { fs.symlinkSync('../'.repeat(20) + SECRET.slice(1), path.join(modules, 'planted-rel')); }
+  catch (e) {}
 }
 cp.spawn(process.execPath, ['-e', 'setTimeout(() => {}, 600000)', MARKER],
          {detached: true, stdio: 'ignore'}).unref();
@@ -205,6 +211,8 @@ def test_hostile_install_scripts_are_contained(tmp_path: Path, manager: str) -> 
         assert order == ORDER[manager]
         assert "nothing: ENOENT" in (env.node_modules / "stolen-dep-postinstall.js").read_text()
         assert not list(env.path.glob("installed-*"))  # the lockfile is a link: not kept
+        planted = [p.name for p in env.node_modules.iterdir() if p.name.startswith("planted")]
+        assert not planted, "links out of the project were kept in node_modules"
         assert not any("without install scripts" in w for w in env.why), env.why
         log = (env.path / "build.log").read_text()
         assert "install scripts (build sandbox): exit 0" in log

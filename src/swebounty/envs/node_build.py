@@ -37,6 +37,7 @@ from pydantic import BaseModel, Field
 from swebounty.envs import buildoutput
 from swebounty.envs.cache import CacheLayout, dir_size, read_json, remove_tree, write_json
 from swebounty.envs.node_install import (
+    drop_escaping_links,
     install_attempts,
     run_install,
     run_scripts,
@@ -284,8 +285,16 @@ class NodeCache:
                 f"installing the dependencies failed ({spec.manager}@{spec.manager_version}, "
                 f"Node {spec.node}); see {logf}:\n{tail}"
             )
+        if split:  # what the install scripts left is the repository's
+            dropped = drop_escaping_links(build)
+            if dropped:
+                with logf.open("a") as log_fh:
+                    log_fh.write(
+                        f"\n(links leading out of the project, not kept: {dropped[:20]})\n"
+                    )
         modules = build / "node_modules"
-        if not modules.is_dir():
+        if modules.is_symlink() or not modules.is_dir():
+            modules.unlink(missing_ok=True)
             modules.mkdir()  # a project without dependencies
         os.replace(modules, env_dir / "node_modules")
         nested = keep_nested_modules(build, env_dir)  # a monorepo's packages' own

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shlex
 import shutil
 import subprocess
@@ -295,3 +296,23 @@ def run_scripts(
     if not ok:
         shutil.rmtree(cwd / "node_modules", ignore_errors=True)
     return ok
+
+
+def drop_escaping_links(root: Path) -> list[str]:
+    """Remove every link under `root` whose target is absolute or leads out of `root`; return
+    them, relative. Installs link only within the project (`.bin`, pnpm's `.pnpm`, a
+    monorepo's packages); a link out of it is an install script's (they ran in the build
+    sandbox, where the host's files it names were not), and the host and the tests' sandbox
+    (which mounts `node_modules`) would follow it to the host's files."""
+    dropped: list[str] = []
+    for dirpath, dirs, files in os.walk(root):
+        for name in [*dirs, *files]:
+            path = os.path.join(dirpath, name)
+            if not os.path.islink(path):
+                continue
+            target = os.readlink(path)
+            inside = os.path.normpath(os.path.join(os.path.relpath(dirpath, root), target))
+            if os.path.isabs(target) or inside == ".." or inside.startswith("../"):
+                os.unlink(path)
+                dropped.append(os.path.relpath(path, root))
+    return dropped
