@@ -54,7 +54,7 @@ from swebounty.envs.coremeta import (
     requirement,
     static_pyproject,
 )
-from swebounty.envs.failures import StepFailed
+from swebounty.envs.failures import StepFailed, classify
 from swebounty.envs.metadata import Repair
 from swebounty.envs.steps import Uv
 from swebounty.sandbox import BwrapSandbox
@@ -159,7 +159,11 @@ class ProjectMetadata:
         box = buildbox.sandbox()
         if box is None:
             return None
-        pins = self._resolve(uvr, python, resolve_args, system.requires)
+        try:
+            pins = self._resolve(uvr, python, resolve_args, system.requires)
+        except StepFailed as exc:  # in uv's words, as its resolution said it (the same kind)
+            said = "Failed to build `./project`\n  cause: Failed to resolve requirements from "
+            raise StepFailed(STEP, "build", f"{said}`build-system.requires`\n{exc.output}") from exc
         key = (str(python), *pins)
         if key not in self.found:
             self.found[key] = self._prepare(uvr, box, python, resolve_args, system, pins)
@@ -177,6 +181,10 @@ class ProjectMetadata:
         system: BuildSystem,
         pins: list[str],
     ) -> Repair | StepFailed:
+        said = (  # uv's words, so that the failure is classified as uv's was (staticmeta.py)
+            "The build backend returned an error\n  cause: Call to "
+            f"`{system.backend}.prepare_metadata_for_build_wheel` failed (build sandbox)\n"
+        )
         try:
             env = self._environment(uvr, python, resolve_args, pins)
             result = self._run(uvr, box, python, env, system, "both")
@@ -191,17 +199,15 @@ class ProjectMetadata:
                     env = self._environment(uvr, python, resolve_args, more)
                     result = self._run(uvr, box, python, env, system, "metadata")
             if result.get("error") or not isinstance(result.get("metadata"), str):
-                raise StepFailed(
-                    STEP,
-                    "build",
-                    "Failed to prepare metadata of the project in the build sandbox: the build "
-                    f"backend returned an error\n{str(result.get('error'))[-8000:]}",
-                )
+                output = said + str(result.get("error"))[-8000:]
+                return StepFailed(STEP, classify(output), output)
             repair = parse_metadata(str(result["metadata"]).encode("utf-8"))
         except ValueError as exc:
             return StepFailed(STEP, "build", f"the project's metadata is not usable: {exc}")
         except StepFailed as exc:
-            return exc
+            if exc.step != STEP or exc.kind in ("timeout", "disk"):
+                return exc
+            return StepFailed(STEP, classify(said + exc.output), said + exc.output)
         log.info("%s %s: metadata prepared in the build sandbox", repair.name, repair.version)
         return repair
 

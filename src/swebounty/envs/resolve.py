@@ -29,7 +29,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
 from swebounty import safefs
-from swebounty.envs import plugins, projectmeta, prune
+from swebounty.envs import plugins, prune
 from swebounty.envs.companions import import_roots, is_companion
 from swebounty.envs.failures import StepFailed
 from swebounty.envs.interpreters import Interpreter, first_release
@@ -126,10 +126,7 @@ def resolve_lock(
                     if (
                         spec.install_project
                         and static is None
-                        and (
-                            exc.step == projectmeta.STEP
-                            or failed_in_project(exc.output, tmp / "project")
-                        )
+                        and failed_in_project(exc.output, tmp / "project")
                     ):
                         static = declared(tmp / "project", spec.project_name)
                         if static is not None:
