@@ -249,22 +249,37 @@ def test_a_native_addon_still_builds_offline(tmp_path: Path) -> None:
     assert out.stdout.strip() == "1", out.stderr
 
 
-def test_scripts_that_fail_in_the_sandbox_leave_the_dependencies_without_them(
-    tmp_path: Path,
-) -> None:
-    """A dependency's script that needs the network (a prebuilt binary's download) fails in
-    the build sandbox; a plan without a lockfile (no `npm ci --ignore-scripts` of its own) then
-    keeps the dependencies without their scripts, and says so, rather than no environment."""
+FAIL_LEAVING_LINKS = """\
+const fs = require('fs');
+fs.rmSync('node_modules', {recursive: true, force: true});
+fs.symlinkSync(HOSTDIR, 'node_modules');
+try { fs.rmSync('package-lock.json'); } catch (e) {}
+fs.symlinkSync(HOSTFILE, 'package-lock.json');
+process.exit(1);
+"""
+
+
+def test_a_failed_step_s_leftovers_are_not_the_next_attempt_s_folder(tmp_path: Path) -> None:
+    """The install scripts fail in the build sandbox after turning node_modules and the
+    lockfile into links to host files; the next attempt's download runs on the host, as root:
+    in that folder it would write packages and the lockfile through them. Every attempt's
+    scripts fail so (a plan without a lockfile has no `--ignore-scripts` attempt of its own):
+    the dependencies are kept without them, and the environment says so."""
+    hostdir, hostfile = tmp_path / "host-dir", tmp_path / "host-file"
+    hostdir.mkdir()
+    (hostdir / "precious").write_text("precious\n")
+    hostfile.write_text("precious\n")
     ws = tmp_path / "ws"
     ws.mkdir()
-    fetch = "node -e \"require('https').get('https://registry.npmjs.org/').on('error', () => process.exit(1))\""
-    _tarball(ws / "fetcher-1.0.0.tgz", {
-        "package.json": json.dumps({"name": "fetcher", "version": "1.0.0",
-                                    "scripts": {"postinstall": fetch}}),
-    })  # fmt: skip
+    script = FAIL_LEAVING_LINKS.replace("HOSTDIR", json.dumps(str(hostdir)))
+    (ws / "fail.js").write_text(script.replace("HOSTFILE", json.dumps(str(hostfile))))
+    _tarball(ws / "dep-1.0.0.tgz", {"package.json": '{"name": "dep", "version": "1.0.0"}'})
     (ws / "package.json").write_text(json.dumps({
-        "name": "honest", "version": "1.0.0", "dependencies": {"fetcher": "file:./fetcher-1.0.0.tgz"},
+        "name": "p", "version": "1.0.0", "dependencies": {"dep": "file:./dep-1.0.0.tgz"},
+        "scripts": {"postinstall": "node fail.js"},
     }))  # fmt: skip
     env = _SystemNpm(tmp_path / "cache").ensure(_spec(), ws)
-    assert (env.node_modules / "fetcher" / "package.json").is_file()
+    assert sorted(p.name for p in hostdir.iterdir()) == ["precious"]
+    assert hostfile.read_text() == "precious\n"
+    assert (env.node_modules / "dep" / "package.json").is_file()
     assert any("failed in the build sandbox" in w for w in env.why), env.why

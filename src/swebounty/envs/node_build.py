@@ -34,6 +34,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from swebounty import safefs
 from swebounty.envs import buildoutput
 from swebounty.envs.cache import CacheLayout, dir_size, read_json, remove_tree, write_json
 from swebounty.envs.node_install import (
@@ -245,8 +246,7 @@ class NodeCache:
             node_bin / "node", spec.manager, spec.manager_version, spec.manager_hash
         )
         build = env_dir / "build"
-        # The whole checkout: the root package's own install scripts may need its files.
-        shutil.copytree(workspace, build, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+        _fresh_copy(workspace, build)
         why = list(spec.why)
         logf = env_dir / "build.log"
         attempts = install_attempts(spec.manager, spec.manager_version, spec.lockfile, spec.cutoff)
@@ -262,8 +262,11 @@ class NodeCache:
                                          split=True)  # fmt: skip
                 ok = downloaded and run_scripts(cli, spec.manager, spec.manager_version, argv,
                                                 build, node_bin, self.root, logf)  # fmt: skip
-                if downloaded and not ok and scripts_failed is None:
-                    scripts_failed = host
+                if downloaded and not ok:
+                    # What the failed scripts left (links to host files: the next attempt's
+                    # install, on the host, would write through them) is not built on.
+                    _fresh_copy(workspace, build)
+                    scripts_failed = scripts_failed or host
             if ok:
                 if note:
                     why.append(note)
@@ -360,6 +363,15 @@ def _safe_extract(archive: Path, dest: Path) -> None:
             m.mode &= 0o755
             members.append(m)
         tar.extractall(dest, members=members)
+
+
+def _fresh_copy(workspace: Path, build: Path) -> None:
+    """The whole checkout (the root package's own install scripts may need its files) at
+    `build`, whatever was there removed without following a link, and without the links the
+    checkout holds out of the project (the install on the host would write through them)."""
+    safefs.remove_tree(build)
+    shutil.copytree(workspace, build, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+    drop_escaping_links(build)
 
 
 def _which_node_dir() -> str:

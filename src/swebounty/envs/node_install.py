@@ -252,8 +252,7 @@ def run_scripts(
     root: Path, logf: Path,
 ) -> bool:  # fmt: skip
     """Run in the build sandbox the install scripts an install with `--ignore-scripts` left
-    out (`scripts_plan`); False when they fail (the tree is then removed, as run_install
-    does)."""
+    out (`scripts_plan`); False when they fail (the caller then starts from a fresh copy)."""
     headers = node_headers(node_bin)
     env = {
         **_NO_DOWNLOADS,
@@ -293,8 +292,6 @@ def run_scripts(
         ok = False
     finally:
         buildbox.reclaim(cwd)
-    if not ok:
-        shutil.rmtree(cwd / "node_modules", ignore_errors=True)
     return ok
 
 
