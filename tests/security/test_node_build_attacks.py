@@ -66,6 +66,15 @@ if (where === 'root-postinstall') {  // the lockfile the build keeps: a link to 
 cp.spawn(process.execPath, ['-e', 'setTimeout(() => {}, 600000)', MARKER],
          {detached: true, stdio: 'ignore'}).unref();
 """
+# yarn 1 runs a `yarn-path` of the checkout's .yarnrc in its own place: on the host, for the
+# download, unless told not to.
+YARN_PATH = """\
+const fs = require('fs');
+for (const target of TARGETS) {
+  try { fs.writeFileSync(target + '.yarn-path', 'written by yarn-path'); } catch (e) {}
+}
+process.exit(1);
+"""
 DEP_EVENTS = ("preinstall", "install", "postinstall")
 ROOT_EVENTS = ("preinstall", "install", "postinstall", "prepare")
 _DEPS = [f"dep-{e}" for e in DEP_EVENTS]
@@ -179,6 +188,8 @@ def test_hostile_install_scripts_are_contained(tmp_path: Path, manager: str) -> 
         "attack.js": attack,
     })  # fmt: skip
     (ws / "attack.js").write_text(attack)
+    (ws / "yarnpath.js").write_text(YARN_PATH.replace("TARGETS", json.dumps(targets)))
+    (ws / ".yarnrc").write_text('yarn-path "./yarnpath.js"\n')
     (ws / "package.json").write_text(json.dumps({
         "name": "hostile", "version": "1.0.0",
         "dependencies": {"evil-dep": "file:./evil-dep-1.0.0.tgz"},

@@ -34,11 +34,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from swebounty import safefs
 from swebounty.envs import buildoutput
 from swebounty.envs.cache import CacheLayout, dir_size, read_json, remove_tree, write_json
 from swebounty.envs.node_install import (
     drop_escaping_links,
+    fresh_copy,
     install_attempts,
     run_install,
     run_scripts,
@@ -246,7 +246,7 @@ class NodeCache:
             node_bin / "node", spec.manager, spec.manager_version, spec.manager_hash
         )
         build = env_dir / "build"
-        _fresh_copy(workspace, build)
+        fresh_copy(workspace, build)
         why = list(spec.why)
         logf = env_dir / "build.log"
         attempts = install_attempts(spec.manager, spec.manager_version, spec.lockfile, spec.cutoff)
@@ -255,7 +255,8 @@ class NodeCache:
         scripts_failed: list[str] | None = None  # the first attempt whose scripts alone failed
         for argv, note in attempts:
             if not split or "--ignore-scripts" in argv:
-                ok = run_install(cli + argv, build, node_bin, self.root, logf, self.offline)
+                ok = run_install(cli + argv, build, node_bin, self.root, logf, self.offline,
+                                 split=split)  # fmt: skip
             else:  # download on the host, scripts in the build sandbox
                 host = cli + without_scripts(argv)
                 downloaded = run_install(host, build, node_bin, self.root, logf, self.offline,
@@ -265,7 +266,7 @@ class NodeCache:
                 if downloaded and not ok:
                     # What the failed scripts left (links to host files: the next attempt's
                     # install, on the host, would write through them) is not built on.
-                    _fresh_copy(workspace, build)
+                    fresh_copy(workspace, build)
                     scripts_failed = scripts_failed or host
             if ok:
                 if note:
@@ -275,7 +276,8 @@ class NodeCache:
             # Every attempt failed, one of them only in its install scripts (a script that
             # downloads, which the sandbox has no network for): its dependencies without them,
             # as a lockfile's plan falls back to `npm ci --ignore-scripts`.
-            ok = run_install(scripts_failed, build, node_bin, self.root, logf, self.offline)
+            ok = run_install(scripts_failed, build, node_bin, self.root, logf, self.offline,
+                             split=True)  # fmt: skip
             if ok:
                 why.append(
                     "installed without install scripts: they failed in the build sandbox "
@@ -363,15 +365,6 @@ def _safe_extract(archive: Path, dest: Path) -> None:
             m.mode &= 0o755
             members.append(m)
         tar.extractall(dest, members=members)
-
-
-def _fresh_copy(workspace: Path, build: Path) -> None:
-    """The whole checkout (the root package's own install scripts may need its files) at
-    `build`, whatever was there removed without following a link, and without the links the
-    checkout holds out of the project (the install on the host would write through them)."""
-    safefs.remove_tree(build)
-    shutil.copytree(workspace, build, symlinks=True, ignore=shutil.ignore_patterns(".git"))
-    drop_escaping_links(build)
 
 
 def _which_node_dir() -> str:

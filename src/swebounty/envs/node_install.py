@@ -51,6 +51,15 @@ _NO_DOWNLOADS = {
     "ADBLOCK": "1",
     "CI": "1",
 }
+# The checkout's own configuration must not name a program for the install on the host to run
+# (the repository's code, outside the build sandbox): yarn 1 runs a `yarn-path` from .yarnrc
+# instead of itself, npm the `git` of a project .npmrc for git dependencies, npm 6 an
+# `onload-script`. The environment outranks a project's .npmrc and .yarnrc.
+_NO_PROJECT_PROGRAMS = {
+    "YARN_IGNORE_PATH": "1",
+    "npm_config_git": "git",
+    "npm_config_onload_script": "",
+}
 
 
 def install_attempts(
@@ -97,9 +106,10 @@ def run_install(
     argv: list[str], cwd: Path, node_bin: Path, root: Path, logf: Path, offline: bool,
     split: bool = False,
 ) -> bool:  # fmt: skip
-    """Run one install attempt on the host. `split`: its scripts run afterwards in the build
-    sandbox, which is handed the tree: pnpm then copies from its store rather than hard-linking
-    (a script there could otherwise change the store's files, every environment's)."""
+    """Run one install attempt on the host. `split`: the install scripts run in the build
+    sandbox (never here): the checkout's configuration names no program to run here, and pnpm
+    copies from its store rather than hard-linking (a script in the sandbox, which is handed the
+    tree, could otherwise change the store's files, every environment's)."""
     env = {
         **registry_env(),
         **_NO_DOWNLOADS,
@@ -115,6 +125,8 @@ def run_install(
         "npm_config_engine_strict": "false",
         "npm_config_nodedir": str(node_headers(node_bin) or ""),
     }
+    if split:
+        env.update(_NO_PROJECT_PROGRAMS)
     if offline:
         env["npm_config_offline"] = "true"
         env["YARN_ENABLE_OFFLINE_MODE"] = "1"
@@ -268,6 +280,7 @@ def run_scripts(
         "npm_config_engine_strict": "false",
         "npm_config_nodedir": str(headers or ""),
         "COREPACK_ENABLE_STRICT": "0",
+        **_NO_PROJECT_PROGRAMS,  # the same yarn as the download's
         # yarn 1 installs again from its cache, pnpm finds its store: both read-only here.
         "YARN_CACHE_FOLDER": str(root / "npm-cache" / "yarn"),
         "npm_config_store_dir": str(root / "npm-cache" / "pnpm-store"),
@@ -313,3 +326,12 @@ def drop_escaping_links(root: Path) -> list[str]:
                 os.unlink(path)
                 dropped.append(os.path.relpath(path, root))
     return dropped
+
+
+def fresh_copy(workspace: Path, build: Path) -> None:
+    """The whole checkout (the root package's own install scripts may need its files) at
+    `build`, whatever was there removed without following a link, and without the links the
+    checkout holds out of the project (the install on the host would write through them)."""
+    safefs.remove_tree(build)
+    shutil.copytree(workspace, build, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+    drop_escaping_links(build)
