@@ -214,3 +214,13 @@ def test_without_bubblewrap_install_scripts_run_within_the_install_after_a_warni
     assert "--ignore-scripts" not in log and "build sandbox" not in log
     warned = [r.getMessage() for r in caplog.records if "UNSANDBOXED" in r.getMessage()]
     assert len(warned) == 1 and "Node install scripts" in warned[0], warned
+
+
+def test_what_of_the_checkout_the_download_on_the_host_still_runs_is_said(tmp_path: Path) -> None:
+    from swebounty.envs.node_install import host_hooks
+
+    assert host_hooks("pnpm", tmp_path) is None
+    (tmp_path / ".pnpmfile.cjs").write_text("module.exports = {hooks: {}}\n")
+    said = host_hooks("pnpm", tmp_path)
+    assert said is not None and ".pnpmfile.cjs" in said and "not contained" in said
+    assert host_hooks("npm", tmp_path) is None

@@ -39,6 +39,7 @@ from swebounty.envs.cache import CacheLayout, dir_size, read_json, remove_tree, 
 from swebounty.envs.node_install import (
     drop_escaping_links,
     fresh_copy,
+    host_hooks,
     install_attempts,
     run_install,
     run_scripts,
@@ -253,6 +254,11 @@ class NodeCache:
         ok = False
         split = scripts_in_sandbox(spec.manager, spec.manager_version)
         scripts_failed: list[str] | None = None  # the first attempt whose scripts alone failed
+        hooks = host_hooks(spec.manager, build) if split else None
+        if hooks:
+            log.warning("%s: %s", key, hooks)
+            with logf.open("a") as log_fh:
+                log_fh.write(f"({hooks})\n")
         for argv, note in attempts:
             if not split or "--ignore-scripts" in argv:
                 ok = run_install(cli + argv, build, node_bin, self.root, logf, self.offline,

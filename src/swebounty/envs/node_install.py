@@ -59,6 +59,7 @@ _NO_PROJECT_PROGRAMS = {
     "YARN_IGNORE_PATH": "1",
     "npm_config_git": "git",
     "npm_config_onload_script": "",
+    "npm_config_pnpmfile": ".pnpmfile.cjs",  # pnpm's hooks: its own name only (see host_hooks)
 }
 
 
@@ -181,6 +182,19 @@ def scripts_in_sandbox(manager: str, version: str) -> bool:
             version,
         )
     return False
+
+
+def host_hooks(manager: str, project: Path) -> str | None:
+    """What of the checkout's own code the download on the host still runs, said (a warning
+    for the build's log): pnpm loads `.pnpmfile.cjs`, its install hooks, and a lockfile made
+    with them refuses a frozen install without them (`--ignore-pnpmfile`)."""
+    if manager == "pnpm" and os.path.lexists(project / ".pnpmfile.cjs"):
+        return (
+            "pnpm runs the checkout's .pnpmfile.cjs (its install hooks) on this host while it "
+            "downloads the dependencies (the install scripts still run in the build sandbox): "
+            "not contained yet"
+        )
+    return None
 
 
 def without_scripts(argv: list[str]) -> list[str]:
