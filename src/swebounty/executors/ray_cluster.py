@@ -107,12 +107,15 @@ class RayCluster:
         if ray.is_initialized():
             log.info("using this process's Ray connection; --address is not used")
         elif config.address is None:
-            ray.init(
-                address="local",
-                num_cpus=max(1, math.ceil(workers * config.task_cpus)),
-                _memory=workers * task_memory,
-                object_store_memory=_OBJECT_STORE_BYTES,
-                **options,
+            start_local(
+                lambda: ray.init(
+                    address="local",
+                    num_cpus=max(1, math.ceil(workers * config.task_cpus)),
+                    _memory=workers * task_memory,
+                    object_store_memory=_OBJECT_STORE_BYTES,
+                    **options,
+                ),
+                ray.shutdown,
             )
             started = connected = True
         else:
@@ -302,3 +305,22 @@ def _check_fit(nodes: list[dict[str, Any]], cpus: float, memory: int) -> None:
             f"no Ray node can hold a task of {cpus:g} CPU(s) and {memory / GIB:.1f} GiB: "
             f"{have}; lower --task-cpus / --task-memory"
         )
+
+
+# Ray gives a new local node's raylet a fixed 30 s to register (ray/_private/node.py); on a
+# loaded machine (two cores at load 10 here) that is not enough, and the run failed to start.
+_STARTUP_TIMEOUT = "timed out during startup"
+
+
+def start_local(start: Callable[[], object], stop: Callable[[], object], attempts: int = 3) -> None:
+    """`start` a local Ray node, again (after `stop`, which ends what the try left running)
+    when only Ray's startup wait ran out."""
+    for attempt in range(1, attempts + 1):
+        try:
+            start()
+            return
+        except Exception as exc:
+            if _STARTUP_TIMEOUT not in str(exc) or attempt == attempts:
+                raise
+            log.warning("Ray's local node was slow to start (%s); starting it again", exc)
+            stop()
