@@ -91,29 +91,31 @@ def test_an_xml_that_passes_what_pytest_failed_disagrees() -> None:
 OLD = ("3.6", "pytest==3.6.4", "2022-12-31")  # the oldest era environments are built for
 
 
-def _venv(tmp: Path, kind: str) -> Path:
+def _venv(tmp: Path, kind: str, old: tuple[str, ...] = OLD) -> Path:
+    """`old`: (Python version, packages..., the newest date they may have)."""
     if kind == "current":
         return Path(sys.prefix)
+    version, *packages, before = old
     # A real interpreter, not a pyenv shim (uv trips on shims).
     candidates = sorted(
-        Path(os.path.expanduser("~/.pyenv/versions")).glob(f"{OLD[0]}.*/bin/python")
+        Path(os.path.expanduser("~/.pyenv/versions")).glob(f"{version}.*/bin/python")
     )
-    which = shutil.which(f"python{OLD[0]}")
+    which = shutil.which(f"python{version}")
     if which and "/shims/" not in which:
         candidates.append(Path(which))
     found = next(iter(candidates), None)
     if found is None:
-        pytest.skip(f"no Python {OLD[0]} here")
+        pytest.skip(f"no Python {version} here")
     venv = tmp / "venv"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_"))}
     uv = [sys.executable, "-m", "uv"]
     subprocess.run([*uv, "venv", "-q", "-p", str(found), str(venv)], env=env, check=True)
     proc = subprocess.run(
         [*uv, "pip", "install", "-q", "-p", str(venv / "bin" / "python"), "--exclude-newer",
-         OLD[2], OLD[1]], env=env, capture_output=True, text=True,
+         before, *packages], env=env, capture_output=True, text=True,
     )  # fmt: skip
     if proc.returncode != 0:
-        pytest.skip(f"cannot build a {OLD[1]} environment here: {proc.stderr[-300:]}")
+        pytest.skip(f"cannot build a {' '.join(packages)} environment here: {proc.stderr[-300:]}")
     return venv
 
 

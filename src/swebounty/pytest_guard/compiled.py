@@ -42,6 +42,7 @@ FILES = (
     "reportclass.py",
     "junitfile.py",
     "timelimit.py",
+    "hypothesis_profile.py",
 )
 RUNNER_PYC = "run_pytest.pyc"
 # Argv: the temporary directory to write, the final one (the code's file names), the tag.

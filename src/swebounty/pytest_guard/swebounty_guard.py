@@ -38,6 +38,7 @@ machinery = _load_sibling("machinery")
 reportclass = _load_sibling("reportclass")
 junitfile = _load_sibling("junitfile")
 timelimit = _load_sibling("timelimit")
+hypothesis_profile = _load_sibling("hypothesis_profile")
 
 _MAX_PROBLEMS = 50
 _watched, _describe, _member = machinery.watched, machinery.describe, machinery.member
@@ -60,6 +61,8 @@ class Guard:
         self.junit = config["junit"]
         self.restored = restored
         self.limit = timelimit.TimeLimit(config.get("test_limit_s"))  # a plugin of its own
+        # Another: Hypothesis tests run without deadlines, speed checks or randomness.
+        self.hypothesis = hypothesis_profile.StableHypothesis(config["workspace"])
         workspace = config["workspace"]
         infra = (config.get("infra") or {}).get("files") or {}
         self.genuine = genuine.Genuine(
@@ -118,7 +121,8 @@ class Guard:
                 if path and not self._machinery_origin(path):
                     self._problem("module %s was imported from %s" % (name, path))
                 self.genuine.remember_module(module, self._real(path) if path else None)
-        for klass in (Guard, timelimit.TimeLimit):  # these plugins' own hooks
+        # these plugins' own hooks
+        for klass in (Guard, timelimit.TimeLimit, hypothesis_profile.StableHypothesis):
             self.genuine.remember_class(klass)
         # The import machinery as it is before the workspace's code runs: its finders and
         # loaders (frozen, no file of their own) are the interpreter's.
