@@ -23,7 +23,7 @@ each stable settings object is a child of the one it replaces.
 When: `@given` keeps the settings of the moment the test is decorated (its module's import),
 and a conftest.py anywhere may load its own profile, as may a session fixture. So the rule is
 applied to each test just before it is called (pytest: `pytest_runtest_call`, after every
-conftest.py and fixture; unittest: before `TestCase.run`): the test's own settings
+conftest.py and fixture; unittest_guard.py: before `TestCase.run`): the test's own settings
 (`_hypothesis_internal_use_settings`, which `@given` reads at each call) and a stateful test
 case's (`MyMachine.TestCase.settings`) are replaced by their stable children, and the default
 is made the stable child of the current one, as the profile "swebounty-stable", for the
@@ -63,6 +63,14 @@ class StableHypothesis:
     # and so runs last.
     def pytest_runtest_call(self, item):
         self.before(getattr(item, "obj", None), getattr(item, "cls", None))
+
+    def before_case(self, case):
+        """unittest: before `TestCase.run` of `case` (its setUp runs after this)."""
+        try:
+            method = getattr(case, case._testMethodName, None)
+        except Exception:
+            method = None
+        self.before(method, type(case))
 
     def before(self, test, cls=None):
         """Make the settings `test` (a function or bound method) and `cls` run with stable."""

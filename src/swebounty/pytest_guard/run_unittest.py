@@ -53,7 +53,7 @@ def main():
             sys.path.remove(p)
     guard_module = _load("unittest_guard")
     guard = guard_module.UnittestGuard(
-        channel, config, restored, _load("genuine"), _load("machinery")
+        channel, config, restored, _load("genuine"), _load("machinery"), _load("hypothesis_profile")
     )
     guard.install()
     site.main()  # .pth files and sitecustomize, as `python` runs them at start

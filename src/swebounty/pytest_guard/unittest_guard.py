@@ -41,8 +41,12 @@ _REPORTS = {
 class UnittestGuard:
     """Records, checks and sends; `install` puts its recorders in front of unittest."""
 
-    def __init__(self, channel, config, restored, genuine, machinery):
+    def __init__(self, channel, config, restored, genuine, machinery, hypothesis_profile=None):
         self.channel = channel
+        # Hypothesis tests without deadlines, speed checks or randomness (hypothesis_profile.py)
+        self.hypothesis = (
+            hypothesis_profile.StableHypothesis(config["workspace"]) if hypothesis_profile else None
+        )
         self.config = config
         self.restored = restored
         self.machinery = machinery
@@ -86,6 +90,8 @@ class UnittestGuard:
         def run(self, result=None, *args, **kwargs):
             real = result._swebounty_result if isinstance(result, Recorder) else result
             recorder = Recorder(guard, real, self) if real is not None else None
+            if guard.hypothesis is not None:
+                guard.hypothesis.before_case(self)
             return case_run(self, recorder, *args, **kwargs)
 
         def suite(self, result, *args, **kwargs):
