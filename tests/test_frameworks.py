@@ -142,3 +142,47 @@ def test_browser_tests_are_graded_by_pytest_s_rules_with_both_languages_flags() 
     # exit code 1 with every test passing is not trusted (pytest's rules)
     run = TestRun(framework="e2e", outcomes=outcomes, exit_code=1, patch_method="git")
     assert grade_run(task, sub, run).status == "error"
+
+
+PATH_IDS = """
+
+import os
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@pytest.mark.parametrize("folder", [HERE, os.path.join(HERE, "data")])
+def test_by_path(folder):
+    assert folder.startswith(HERE)
+"""
+
+
+def test_a_test_id_holding_the_workspace_s_path_is_the_same_in_every_run(tmp_path: Path) -> None:
+    # werkzeug-3101: each run's checkout has its own folder, and a test parametrized by a path
+    # built from __file__ had another id in every run, so two validations disagreed.
+    import sys
+
+    from swebounty.frameworks.pytest import read_results
+    from swebounty.sandbox.base import RunResult
+    from swebounty.testing import WORKSPACE_IN_IDS
+    from test_pytest_guard import _guarded_sandbox_run
+
+    ctx = SimpleNamespace(policy=SimpleNamespace(timeout_s=60))
+    ids = []
+    for name in ("one", "two"):
+        channel, key = _guarded_sandbox_run(Path(sys.prefix), tmp_path / name, False, PATH_IDS)
+        result = TestRun(framework="pytest", test_files=["tests/test_x.py"])
+        run = RunResult(returncode=1, channel=channel)
+        problem = read_results(ctx, run, key, tmp_path, result, tmp_path / name / "ws")  # type: ignore[arg-type]
+        assert problem is None
+        ids.append(sorted(k for k in result.outcomes if "test_by_path" in k))
+    assert (
+        ids[0]
+        == ids[1]
+        == [
+            f"tests/test_x.py::test_by_path[{WORKSPACE_IN_IDS}/tests/data]",
+            f"tests/test_x.py::test_by_path[{WORKSPACE_IN_IDS}/tests]",
+        ]
+    )

@@ -355,3 +355,38 @@ def test_cross_check(
         assert problem is None
     else:
         assert problem is not None and expect in problem
+
+
+def test_the_workspace_root_in_a_test_id_is_written_as_testbed(tmp_path: Path) -> None:
+    from swebounty.testing import WORKSPACE_IN_IDS, without_workspace
+
+    real = tmp_path / "real" / "werkzeug-3101-ab12"
+    real.mkdir(parents=True)
+    (tmp_path / "link").symlink_to(real)
+    ws = tmp_path / "link"  # as the run was given it; pytest may name the resolved path
+    ids = {
+        f"tests/t.py::test_p[{ws}/tests/res/a.txt]": "passed",
+        f"tests/t.py::test_q[{real}/tests/b.py-{real}]": "failed",
+        f"tests/t.py::test_r[{ws}-x]": "passed",
+        f"tests/t.py::test_s[{real}2/a]": "passed",  # another folder: its name goes on
+        f"tests/t.py::test_t[{real}.bak/a]": "passed",
+        "tests/t.py::test_u[/elsewhere/a]": "skipped",
+    }
+    got = without_workspace({k: TestOutcome(v) for k, v in ids.items()}, ws)  # type: ignore[arg-type]
+    assert {k: o.status for k, o in got.items()} == {
+        f"tests/t.py::test_p[{WORKSPACE_IN_IDS}/tests/res/a.txt]": "passed",
+        f"tests/t.py::test_q[{WORKSPACE_IN_IDS}/tests/b.py-{WORKSPACE_IN_IDS}]": "failed",
+        f"tests/t.py::test_r[{WORKSPACE_IN_IDS}-x]": "passed",
+        f"tests/t.py::test_s[{real}2/a]": "passed",
+        f"tests/t.py::test_t[{real}.bak/a]": "passed",
+        "tests/t.py::test_u[/elsewhere/a]": "skipped",
+    }
+    # Two ids that become one (the same path given both ways): the worse outcome stands.
+    both = {
+        f"t.py::test_p[{ws}]": TestOutcome("passed"),
+        f"t.py::test_p[{real}]": TestOutcome("failed"),
+    }
+    assert {k: o.status for k, o in without_workspace(both, ws).items()} == {
+        f"t.py::test_p[{WORKSPACE_IN_IDS}]": "failed"
+    }
+    assert match_results([f"t.py::test_p[{WORKSPACE_IN_IDS}]"], without_workspace(both, ws))

@@ -8,6 +8,7 @@ matched against the node ids rebuilt from that XML in testids.py.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Sequence
@@ -226,6 +227,35 @@ def parse_junit_bytes(data: bytes, *, files: Sequence[str] = ()) -> dict[str, Te
             outcome = _merge_same_node(previous, outcome)
         outcomes[node] = outcome
     return outcomes
+
+
+# What a test id holds in place of its run's workspace root: SWE-bench's, whose logs name the
+# checkout /testbed, so an id with a path reads as theirs (and testids' rule 7 still applies).
+WORKSPACE_IN_IDS = "/testbed"
+
+
+def without_workspace(outcomes: dict[str, TestOutcome], workspace: Path) -> dict[str, TestOutcome]:
+    """`outcomes` with the workspace's absolute path in a test id written `WORKSPACE_IN_IDS`.
+
+    Each run checks out into a folder of its own (`<instance>-<random>`), and a parametrized
+    test whose parameters are paths built from `__file__` or the rootdir names it in its id
+    (werkzeug-3101): the same test had another id in every run, and two validations disagreed
+    on its labels. Only the workspace root itself is replaced, as given and as resolved, where
+    it is a whole path: followed by `/`, by `-` (pytest's separator of parameters; a workspace's
+    name ends in random hex, so no other folder continues it so) or by a character no folder
+    name continues with.
+    """
+    roots = sorted({str(workspace), os.path.realpath(workspace)}, key=len, reverse=True)
+    alternatives = "|".join(re.escape(r.rstrip("/")) for r in roots if r.rstrip("/"))
+    if not alternatives:
+        return outcomes  # the root folder: every path is "in" it
+    pattern = re.compile(f"(?:{alternatives})" + r"(?![\w.])")
+    out: dict[str, TestOutcome] = {}
+    for node, outcome in outcomes.items():
+        key = pattern.sub(WORKSPACE_IN_IDS, node)
+        previous = out.get(key)
+        out[key] = outcome if previous is None else _merge_same_node(previous, outcome)
+    return out
 
 
 _CHILD_STATUS: tuple[tuple[str, TestStatus], ...] = (

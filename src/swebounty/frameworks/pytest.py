@@ -50,6 +50,7 @@ from swebounty.testing import (
     parse_junit_bytes,
     relocated,
     test_files,
+    without_workspace,
 )
 from swebounty.verdicts import Verdict
 
@@ -205,14 +206,20 @@ def _run_guarded(
     result.exit_code = run.returncode
     services.keep_logs(log_dir)
     result.services = services.uses()  # after the run: what the services' logs said
-    return services.explain(read_results(ctx, run, key, log_dir, result), run)
+    return services.explain(read_results(ctx, run, key, log_dir, result, workspace), run)
 
 
 def read_results(
-    ctx: RunContext, run: RunResult, key: bytes, log_dir: Path, result: TestRun
+    ctx: RunContext,
+    run: RunResult,
+    key: bytes,
+    log_dir: Path,
+    result: TestRun,
+    workspace: Path | None = None,
 ) -> str | None:
     """What the guarded runner sent on the channel, into `result` (outcomes, the exit status
-    it saw, tampering); why the run gave no usable results, or None. Also e2e.py's."""
+    it saw, tampering); why the run gave no usable results, or None. Also e2e.py's.
+    `workspace`: the run's checkout, whose path a test id holds as /testbed (without_workspace)."""
     if run.timed_out:
         result.timed_out = True
     try:
@@ -248,6 +255,8 @@ def read_results(
     if problems:
         _tampered(result, problems)
         return None
+    if workspace is not None:  # after the check: the guard's statuses name the ids as they ran
+        result.outcomes = without_workspace(result.outcomes, workspace)
     if run.timed_out:
         return timeout
     return unusable(result.exit_code, result.outcomes)

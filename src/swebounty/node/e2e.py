@@ -165,7 +165,7 @@ def run_e2e(
         return
     from swebounty.frameworks.pytest import read_results  # it imports the evaluation path
 
-    crash = read_results(ctx, run, key, log_dir, result)
+    crash = read_results(ctx, run, key, log_dir, result, workspace)
     if run.timed_out:
         result.timed_out = True
         result.error = f"tests timed out after {ctx.policy.timeout_s:.0f} s"
