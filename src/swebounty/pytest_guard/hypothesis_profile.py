@@ -54,6 +54,7 @@ class StableHypothesis:
     def __init__(self, workspace):
         self.workspace = os.path.join(os.path.realpath(workspace), "")
         self._made = {}  # id -> the stable settings objects made here (kept alive for their ids)
+        self._children = {}  # id of a project's settings -> (them, their stable child)
         self._stderr = os.dup(2)  # before pytest's capture, which swallows a test's stderr
         self._said = False
 
@@ -62,18 +63,14 @@ class StableHypothesis:
     # theirs; pytest's own `pytest_runtest_call`, which runs the test, was registered first
     # and so runs last.
     def pytest_runtest_call(self, item):
-        self.before(getattr(item, "obj", None), getattr(item, "cls", None))
+        self._before(lambda: (getattr(item, "obj", None), getattr(item, "cls", None)))
 
     def before_case(self, case):
         """unittest: before `TestCase.run` of `case` (its setUp runs after this)."""
-        try:
-            method = getattr(case, case._testMethodName, None)
-        except Exception:
-            method = None
-        self.before(method, type(case))
+        self._before(lambda: (getattr(case, case._testMethodName, None), type(case)))
 
-    def before(self, test, cls=None):
-        """Make the settings `test` (a function or bound method) and `cls` run with stable."""
+    def _before(self, what):
+        """The rule for the test `what()` names: (its function or bound method, its class)."""
         hypothesis = sys.modules.get("hypothesis")
         if hypothesis is None or self._own_project(hypothesis):
             return
@@ -82,7 +79,7 @@ class StableHypothesis:
             # is named, 6 notes a profile registered while another is active.
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                self._apply(hypothesis, test, cls)
+                self._apply(hypothesis, *what())
         except Exception as exc:  # a Hypothesis this does not know: run as the project set it
             self._say("Hypothesis settings not made stable: %r" % (exc,))
 
@@ -102,6 +99,10 @@ class StableHypothesis:
             cls.settings = self._stable(hypothesis, machine)
 
     def _stable(self, hypothesis, parent):
+        """The child of `parent` with the rule's settings: one per parent, shared by its tests."""
+        known = self._children.get(id(parent))
+        if known is not None and known[0] is parent:
+            return known[1]
         changes = {"database": None, "derandomize": True}
         if hasattr(parent, "deadline"):  # Hypothesis 3.27 and later
             changes["deadline"] = None
@@ -115,6 +116,7 @@ class StableHypothesis:
             changes["timeout"] = getattr(hypothesis, "unlimited", 0)  # 0: none, before 3.16
         stable = hypothesis.settings(parent, **changes)
         self._made[id(stable)] = stable
+        self._children[id(parent)] = (parent, stable)
         return stable
 
     def _own_project(self, hypothesis):
