@@ -165,16 +165,20 @@ def test_a_test_id_holding_the_workspace_s_path_is_the_same_in_every_run(tmp_pat
     import sys
 
     from swebounty.frameworks.pytest import read_results
+    from swebounty.pytest_guard import new_key
     from swebounty.sandbox.base import RunResult
     from swebounty.testing import WORKSPACE_IN_IDS
-    from test_pytest_guard import _guarded_sandbox_run
+    from test_pytest_guard import _guarded_run, frame
 
     ctx = SimpleNamespace(policy=SimpleNamespace(timeout_s=60))
     ids = []
     for name in ("one", "two"):
-        channel, key = _guarded_sandbox_run(Path(sys.prefix), tmp_path / name, False, PATH_IDS)
+        got = _guarded_run(Path(sys.prefix), tmp_path / name, False, PATH_IDS)
+        assert got is not None and got.xml is not None
+        key = new_key()  # what the runner sent, on a channel as the sandbox returns it
+        sent = {"exitstatus": got.exitstatus, "xml": got.xml.hex(), "statuses": got.statuses}
+        run = RunResult(returncode=1, channel=frame(key, sent))
         result = TestRun(framework="pytest", test_files=["tests/test_x.py"])
-        run = RunResult(returncode=1, channel=channel)
         problem = read_results(ctx, run, key, tmp_path, result, tmp_path / name / "ws")  # type: ignore[arg-type]
         assert problem is None
         ids.append(sorted(k for k in result.outcomes if "test_by_path" in k))

@@ -136,19 +136,6 @@ def _guarded_run(
 ) -> GuardResult | None:
     """`files`: more files of the workspace, each one the submission's unless its name starts
     with "base:"; `site`: a directory of installed packages (on the path, and trusted)."""
-    return read_channel(*_guarded_sandbox_run(venv, tmp, tamper, extra_test, runner, files, site))
-
-
-def _guarded_sandbox_run(
-    venv: Path,
-    tmp: Path,
-    tamper: bool,
-    extra_test: str = "",
-    runner: Path | None = None,
-    files: dict[str, str] | None = None,
-    site: Path | None = None,
-) -> tuple[bytes | None, bytes]:
-    """_guarded_run's channel, and its key."""
     ws = tmp / "ws"
     (ws / "pkg").mkdir(parents=True)
     (ws / "tests").mkdir()
@@ -182,7 +169,7 @@ def _guarded_sandbox_run(
     python = str(venv / "bin" / "python")
     run = UnsafeSandbox().run(runner_argv(python, tmp / "config.json", runner), workdir=ws, mounts=[],
                               policy=policy, stdin=key, result_channel=True)  # fmt: skip
-    return run.channel, key
+    return read_channel(run.channel, key)
 
 
 @pytest.mark.parametrize("kind", ["current", pytest.param("old", marks=pytest.mark.network)])
