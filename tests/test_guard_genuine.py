@@ -8,6 +8,9 @@ file on disk to match.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -162,3 +165,66 @@ def test_a_lazy_module_is_read_without_running_its_class(tmp_path: Path) -> None
     assert known.check(module.f, real, os.path.realpath)
     assert genuine.namespace(object()) is None
     assert touched == []
+
+
+# Hypothesis's signature-copying wrapper (reflection.py's template, 2017 to 2026) and look-alikes
+# that do more than forward: one call of the closure's function with the arguments, returned.
+FORWARDERS = """
+import sys
+
+sys.path.insert(0, sys.argv[1])
+import genuine
+
+
+def accept(f):
+    def plain(self):
+        return f(self)
+
+    def packed(self, x, *args, k=None, **kw):
+        return f(self, x, *args, k=k, **kw)
+
+    def named(self, y=1):
+        return f(self, y=y)
+
+    def swallows(self):
+        try:
+            return f(self)
+        except Exception:
+            return None
+
+    def twice(self):
+        f(self)
+        return f(self)
+
+    def calls_an_argument(self, g):
+        return g(f)
+
+    def looks_up(self):
+        return f.__call__(self)
+
+    def ignores(self):
+        return None if f else f(self)
+
+    return [plain, packed, named], [swallows, twice, calls_an_argument, looks_up, ignores]
+
+
+forwarders, others = accept(lambda *args, **kwargs: None)
+print([genuine.forwards(g) for g in forwarders], [genuine.forwards(g) for g in others])
+"""
+
+
+def _interpreters() -> list[str]:
+    found = sorted(Path(os.path.expanduser("~/.pyenv/versions")).glob("3.*/bin/python"))
+    return [sys.executable, *(str(p) for p in found if os.access(p, os.X_OK))]
+
+
+def test_a_forwarder_is_told_from_code_that_does_more(tmp_path: Path) -> None:
+    from swebounty.pytest_guard import genuine
+
+    here = os.path.dirname(genuine.__file__)
+    for python in _interpreters():
+        run = subprocess.run([python, "-c", FORWARDERS, here], capture_output=True, text=True)
+        assert run.stdout.strip() == "[True, True, True] [False, False, False, False, False]", (
+            python,
+            run.stderr[-500:],
+        )

@@ -146,10 +146,8 @@ def test_a_run_whose_tests_never_import_hypothesis_does_not_import_it(tmp_path: 
     assert got.statuses["tests/test_x.py::test_hypothesis_is_not_imported"] == "passed"
 
 
-# A Hypothesis test in a unittest method's body (a decorated method's pass is not believed by
-# the unittest guard yet: Hypothesis's wrapper takes the test's file and line as its own, so
-# genuine.py finds it is not that file's code). Without the rule it exceeds the default
-# deadline (200 ms).
+# A Hypothesis test in a unittest method's body (@given on the method itself:
+# test_unittest_guard_wrappers.py). Without the rule it exceeds the default deadline (200 ms).
 UNITTEST = """
 import os
 import time

@@ -91,9 +91,13 @@ def _interpreters() -> list[object]:
     return [sys.executable, pytest.param(old or "python3.6", marks=skip, id="py36")]
 
 
-def _base_prefix(python: str) -> str:
-    code = "import sys; print(sys.base_prefix)"
+def _base_prefix(python: str, which: str = "base_prefix") -> str:
+    code = f"import sys; print(sys.{which})"
     return subprocess.run([python, "-c", code], capture_output=True, text=True).stdout.strip()
+
+
+def _prefix(python: str) -> str:
+    return _base_prefix(python, "prefix")
 
 
 def guarded(
@@ -101,20 +105,23 @@ def guarded(
     pkg: str = "def f():\n    return 1\n",
     tests: str = TESTS,
     python: str = sys.executable,
+    helpers: str = "",
     **program: object,
 ) -> tuple[GuardResult | None, int | None]:
+    """`helpers`: tests/helpers.py, a base file of the tests (a project's decorators)."""
     ws = tmp / "ws"
     (ws / "pkg").mkdir(parents=True)
     (ws / "tests").mkdir()
     (ws / "pkg" / "__init__.py").write_text(textwrap.dedent(pkg))
     (ws / "tests" / "__init__.py").write_text("")
     (ws / "tests" / "test_x.py").write_text(tests)
+    (ws / "tests" / "helpers.py").write_text(helpers)
     (ws / "tests" / "runtests.py").write_text(RUNTESTS)
     config = {
         "workspace": str(ws), "infra": {"files": {}, "names": [], "suffixes": []},
         "untrusted_files": [str(ws / "pkg" / "__init__.py")],
         "pinned_files": {"tests/test_x.py": tests.encode().hex()}, "setup": None,
-        "trusted_dirs": [_base_prefix(python)],
+        "trusted_dirs": [_base_prefix(python), _prefix(python)],  # the venv: Hypothesis
         **(program or {"module": "unittest", "args": ["-v", "tests.test_x"]}),
     }  # fmt: skip
     write_config(tmp / "config.json", config)

@@ -15,9 +15,25 @@ conftest hooks, plugins and patches imported after the snapshot. Infrastructure 
 (conftest.py, ...) are compiled from the contents the harness sent, never from the disk the
 sandbox can write. Modules pytest rewrote for assertions are compared with pytest's rewrite.
 
+A test method is often a decorator's wrapper (mock.patch's, Hypothesis's @given, a project's
+functools.wraps): unwrap() accepts one only when every link from it to the test is proven:
+- a wrapper is genuine code of a trusted file (the environment, a base file) that holds the
+  function it wraps in its closure: `__wrapped__` (or Hypothesis's `.hypothesis.inner_test`,
+  on the wrapper or on a function its closure holds) is believed only when it is a cell's
+  contents, never for its name;
+- or it only forwards its arguments to the one function its closure holds (Hypothesis's
+  signature-copying wrapper, compiled from a string): its bytecode is read, instruction by
+  instruction. Such a forwarder takes its test's file and line as its own; that claim must be
+  the file and line of genuine code further in the chain.
+What this cannot prove: what a genuine wrapper does with the rest of what it holds (mock.patch's
+target and replacement, Hypothesis's strategies and settings, a project decorator's
+arguments): a submission that rebuilds the decorator around the genuine test with arguments
+of its own is not seen. Nor that the test is the one its class body put under that name.
+
 Python 3.6+, standard library only; no code of the workspace runs while it checks.
 """
 
+import opcode
 import sys
 import types
 
@@ -178,3 +194,151 @@ def _index(top):
         found.setdefault((code.co_name, code.co_firstlineno), []).append(code)
         stack.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
     return found
+
+
+# ---------------------------------------------------------------------- decorators' wrappers
+
+_MAX_LINKS = 8
+_OPNAME = tuple(opcode.opname)  # the interpreter's, as it was before the workspace ran
+_EXTENDED_ARG = opcode.opmap["EXTENDED_ARG"]
+_INSTANCE_DICT = type(types.FunctionType.__dict__["__dict__"])  # a slot only C code makes
+# A class's own namespace and bases, whatever its metaclass says they are.
+_TYPE_DICT, _MRO = type.__dict__["__dict__"], type.__dict__["__mro__"]
+# What a forwarder may do: load its arguments, constants and its one free variable, pack
+# *args and **kwargs, call once and return (Python 3.6 to 3.14 spell it with these).
+_QUIET = frozenset(("CACHE", "NOP", "RESUME", "COPY_FREE_VARS", "EXTENDED_ARG", "PUSH_NULL"))
+_PACK = frozenset((
+    "LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_BORROW", "LOAD_FAST_LOAD_FAST",
+    "LOAD_FAST_BORROW_LOAD_FAST_BORROW", "LOAD_CONST", "BUILD_TUPLE", "BUILD_LIST", "BUILD_MAP",
+    "LIST_EXTEND", "LIST_TO_TUPLE", "DICT_MERGE", "BUILD_TUPLE_UNPACK_WITH_CALL",
+    "BUILD_MAP_UNPACK_WITH_CALL", "KW_NAMES", "PRECALL",
+))  # fmt: skip
+_CALLS = frozenset(("CALL", "CALL_KW", "CALL_FUNCTION", "CALL_FUNCTION_KW", "CALL_FUNCTION_EX"))
+_LIST_TO_TUPLE = 6  # CALL_INTRINSIC_1's argument for it (3.12 and later)
+
+
+def unwrap(func, is_genuine):
+    """Why `func` (a test method's function) is not proven to run its test's own code (a
+    clause: "is not the code of FILE"), or None.
+    `is_genuine(f)`: whether f is genuine code of a trusted file (Genuine.check, for the
+    caller's files). A function that is genuine and wraps nothing is the test itself."""
+    chain, forwarders = [func], []
+    while True:
+        if len(chain) > _MAX_LINKS:
+            return "has more than %d wrappers" % _MAX_LINKS
+        if is_genuine(func):
+            inner, why = _wrapped(func, chain, bool(forwarders))
+            if why:
+                return why
+        elif forwards(func):
+            forwarders.append(len(chain) - 1)
+            inner = func.__closure__[0].cell_contents
+        else:
+            return "is not the code of %s" % _where(func)
+        if inner is None:
+            break
+        if not isinstance(inner, types.FunctionType):
+            return "has a wrapper from %s around something that is not Python code" % _where(func)
+        if _among(inner, chain):
+            return "has wrappers that wrap one another"
+        chain.append(inner)
+        func = inner
+    for at in forwarders:
+        code = chain[at].__code__
+        claim = (code.co_filename, code.co_firstlineno)
+        further = [f.__code__ for i, f in enumerate(chain) if i > at and i not in forwarders]
+        if not any((c.co_filename, c.co_firstlineno) == claim for c in further):
+            return (
+                "has a wrapper that claims line %d of %s, whose code it does not run" % claim[::-1]
+            )
+    return None
+
+
+def _wrapped(func, chain, forwarded):
+    """(what genuine `func` wraps, or None; why that cannot be believed, or None)."""
+    held = _closure_functions(func)
+    inner = _attributes(func).get("__wrapped__")
+    if inner is None:
+        # Hypothesis's @given (2019 on): its wrapper reads the test from the function it
+        # returned (itself, or the signature-copying forwarder its closure holds).
+        for owner in [func, *held]:
+            handle = _attributes(owner).get("hypothesis")
+            found = _attributes(handle).get("inner_test") if handle is not None else None
+            if found is not None:
+                if owner is not func and not _among(owner, chain):
+                    return None, "has a Hypothesis handle its wrapper does not read"
+                return found, None
+        # Hypothesis of 2017-2018: the test is in its wrapper's closure, as `test`.
+        if forwarded and "test" in func.__code__.co_freevars:
+            cell = func.__closure__[func.__code__.co_freevars.index("test")]
+            return _contents(cell), None
+        return None, None
+    if not _among(inner, held):
+        return None, "has a wrapper from %s that does not hold the __wrapped__ it names" % _where(
+            func
+        )
+    return inner, None
+
+
+def forwards(func):
+    """Whether `func` only calls the one function its closure holds with its own arguments
+    and returns what it returns: its bytecode, read instruction by instruction."""
+    code = func.__code__
+    closure = func.__closure__ or ()
+    if len(code.co_freevars) != 1 or code.co_cellvars or len(closure) != 1:
+        return False
+    if not isinstance(_contents(closure[0]), types.FunctionType):
+        return False
+    if getattr(code, "co_exceptiontable", b""):
+        return False  # a handler could turn the test's failure into a return
+    free = code.co_nlocals if sys.version_info >= (3, 11) else 0
+    names, extended, ops = [], 0, code.co_code
+    for i in range(0, len(ops) - 1, 2):
+        op, arg = ops[i], ops[i + 1] | extended
+        extended = arg << 8 if op == _EXTENDED_ARG else 0
+        if not extended:
+            names.append((_OPNAME[op], arg))
+    loads = [(n, a) for n, a in names if n not in _QUIET]
+    calls = [n for n, _ in loads if n in _CALLS]
+    if not loads or loads[0] != ("LOAD_DEREF", free) or len(calls) != 1:
+        return False
+    if loads[-1][0] != "RETURN_VALUE" or loads[-2][0] not in _CALLS:
+        return False
+    return all(
+        n in _PACK or (n == "CALL_INTRINSIC_1" and a == _LIST_TO_TUPLE) for n, a in loads[1:-2]
+    )
+
+
+def _closure_functions(func):
+    cells = [_contents(c) for c in func.__closure__ or ()]
+    return [c for c in cells if isinstance(c, types.FunctionType)]
+
+
+def _contents(cell):
+    try:
+        return cell.cell_contents
+    except ValueError:  # an empty cell
+        return None
+
+
+def _attributes(obj):
+    """An object's own attributes, read without running code of its class: through the
+    `__dict__` slot Python gives instances (never a property or __getattr__), or nothing."""
+    for klass in _MRO.__get__(type(obj), type):
+        slot = _TYPE_DICT.__get__(klass, type).get("__dict__")
+        if slot is None:
+            continue
+        try:
+            found = slot.__get__(obj, type(obj)) if type(slot) is _INSTANCE_DICT else None
+        except TypeError:  # another C type's slot, put there by hand
+            found = None
+        return found if type(found) is dict else {}
+    return {}
+
+
+def _among(func, functions):
+    return any(func is f for f in functions)
+
+
+def _where(func):
+    return func.__code__.co_filename

@@ -9,8 +9,9 @@ writes down each report and passes it on. What a report is worth depends on who 
 - a pass counts only when unittest's own code reported it (the caller's code object is one of
   unittest's, as they were before the workspace ran), through the recorder that TestCase.run
   made for that very test, and the test method is genuinely its file's code (genuine.py): a
-  file of the workspace the submission did not change, or of the environment (a decorator's
-  wrapper, as mock.patch's);
+  file of the workspace the submission did not change, or of the environment; or a
+  decorator's wrapper (mock.patch's, Hypothesis's @given, a test helper's functools.wraps)
+  proven to run such code (genuine.unwrap);
   any other pass is a problem;
 - a test reported twice keeps the worse report (passed, then an error in tear-down: error).
 At the end it checks unittest's machinery as the pytest guard checks pytest's (machinery.py)
@@ -61,6 +62,7 @@ class UnittestGuard:
             {os.path.realpath(os.path.join(config["workspace"], r)): d for r, d in pinned.items()}
         )
         self._function_of = genuine.function_of
+        self._genuine_module = genuine
         self.tests = {}  # id -> {"status", "message", "doc", "kind"}
         self.problems = []
         self.notes = []
@@ -181,16 +183,26 @@ class UnittestGuard:
         if method is None:
             return "its test method is not Python code"
         path = os.path.realpath(method.__code__.co_filename)
-        ours = path.startswith(self.workspace) and path not in self.untrusted
-        if not ours and not any(path.startswith(d) for d in self.trusted_dirs):
+        if not self._trusted(path) and not self._genuine_module.forwards(method):
             return "its test method comes from %s, not from the workspace's tests" % path
-        # The module whose globals the method runs with (genuine.check compares them).
-        name = dict.get(method.__globals__, "__name__")
+        why = self._genuine_module.unwrap(method, self._is_genuine)
+        return "its test method %s" % why if why else None
+
+    def _trusted(self, path):
+        """A file of the workspace the submission did not change, or of the environment."""
+        ours = path.startswith(self.workspace) and path not in self.untrusted
+        return ours or any(path.startswith(d) for d in self.trusted_dirs)
+
+    def _is_genuine(self, func):
+        """Whether `func` is the code of its trusted file, run with that file's module's
+        globals (genuine.check, given the one module it may be)."""
+        path = os.path.realpath(func.__code__.co_filename)
+        if not self._trusted(path):
+            return False
+        name = dict.get(func.__globals__, "__name__")
         module = sys.modules.get(name) if isinstance(name, str) else None
         self.genuine.set_modules([module] if module is not None else [])
-        if not self.genuine.check(method, path, os.path.realpath):
-            return "its test method is not the code of %s" % path
-        return None
+        return self.genuine.check(func, path, os.path.realpath)
 
     # ------------------------------------------------------------------ the end
 
