@@ -109,7 +109,8 @@ def test_passes_of_given_methods_are_believed_with_the_hypothesis_of_2017(tmp_pa
 # The victims fail honestly; the package, called by the first test, puts in front of each a
 # wrapper that never runs it: mock.patch's own (genuine) wrapper around a no-op, the same with
 # the genuine test named as its __wrapped__, and a forwarder dressed as Hypothesis's (the test's
-# file and line, a handle naming the genuine test) that forwards to a no-op.
+# file and line, a handle naming the genuine test) that forwards to a no-op. Or it shadows the
+# genuine method with a no-op on the test object, or puts back the genuine one as it runs.
 VICTIMS = """
 import unittest
 
@@ -128,11 +129,19 @@ class T(unittest.TestCase):
 
     def test_forged_given(self):
         self.assertEqual(f(), 2)
+
+    def test_put_back(self):
+        self.assertEqual(f(), 2)
+
+    def test_shadowed(self):
+        self.assertEqual(f(), 2)
 """
 
 WRAP_THE_VICTIMS = """
+import gc
 import sys
 import types
+import unittest
 from unittest import mock
 
 _done = []
@@ -167,6 +176,15 @@ def f():
         forward.hypothesis = types.SimpleNamespace(inner_test=genuine)
         forward.__wrapped__ = genuine
         T.test_forged_given = forward
+        genuine = T.__dict__["test_put_back"]
+
+        def put_back(self):
+            T.test_put_back = genuine
+
+        T.test_put_back = put_back
+        for test in gc.get_objects():
+            if isinstance(test, T) and test._testMethodName == "test_shadowed":
+                test.test_shadowed = _noop
     return 1
 """
 
@@ -176,13 +194,18 @@ def test_a_wrapper_that_does_not_run_the_genuine_test_is_not_believed(tmp_path: 
     assert result is not None
     assert statuses(result) == {"tests.test_x.T.test_a_first": "passed"}
     mock_py = mock_file()
+    pkg = tmp_path / "ws" / "pkg" / "__init__.py"
     assert sorted(result.problems) == [
         "a pass of tests.test_x.T.test_forged_given was not believed: its test method is not the "
-        f"code of {tmp_path / 'ws' / 'pkg' / '__init__.py'}",
+        f"code of {pkg}",
         "a pass of tests.test_x.T.test_forged_wrapped was not believed: its test method has a "
         f"wrapper from {mock_py} that does not hold the __wrapped__ it names",
         "a pass of tests.test_x.T.test_plain was not believed: its test method is not the code "
-        f"of {tmp_path / 'ws' / 'pkg' / '__init__.py'}",
+        f"of {pkg}",
+        f"a pass of tests.test_x.T.test_put_back was not believed: its test method comes from "
+        f"{pkg.resolve()}, not from the workspace's tests",
+        f"a pass of tests.test_x.T.test_shadowed was not believed: its test method comes from "
+        f"{pkg.resolve()}, not from the workspace's tests",
     ]
 
 

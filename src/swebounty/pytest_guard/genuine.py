@@ -257,13 +257,13 @@ def unwrap(func, is_genuine):
 def _wrapped(func, chain, forwarded):
     """(what genuine `func` wraps, or None; why that cannot be believed, or None)."""
     held = _closure_functions(func)
-    inner = _attributes(func).get("__wrapped__")
+    inner = attributes(func).get("__wrapped__")
     if inner is None:
         # Hypothesis's @given (2019 on): its wrapper reads the test from the function it
         # returned (itself, or the signature-copying forwarder its closure holds).
         for owner in [func, *held]:
-            handle = _attributes(owner).get("hypothesis")
-            found = _attributes(handle).get("inner_test") if handle is not None else None
+            handle = attributes(owner).get("hypothesis")
+            found = attributes(handle).get("inner_test") if handle is not None else None
             if found is not None:
                 if owner is not func and not _among(owner, chain):
                     return None, "has a Hypothesis handle its wrapper does not read"
@@ -321,7 +321,7 @@ def _contents(cell):
         return None
 
 
-def _attributes(obj):
+def attributes(obj):
     """An object's own attributes, read without running code of its class: through the
     `__dict__` slot Python gives instances (never a property or __getattr__), or nothing."""
     for klass in _MRO.__get__(type(obj), type):

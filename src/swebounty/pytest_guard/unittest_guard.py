@@ -11,7 +11,9 @@ writes down each report and passes it on. What a report is worth depends on who 
   made for that very test, and the test method is genuinely its file's code (genuine.py): a
   file of the workspace the submission did not change, or of the environment; or a
   decorator's wrapper (mock.patch's, Hypothesis's @given, a test helper's functools.wraps)
-  proven to run such code (genuine.unwrap);
+  proven to run such code (genuine.unwrap). The method is the one unittest finds (the test
+  object's own attribute before its class's), judged as TestCase.run starts and again at the
+  pass: a no-op that puts the genuine method back as it runs is still seen;
   any other pass is a problem;
 - a test reported twice keeps the worse report (passed, then an error in tear-down: error).
 At the end it checks unittest's machinery as the pytest guard checks pytest's (machinery.py)
@@ -64,6 +66,7 @@ class UnittestGuard:
         self._function_of = genuine.function_of
         self._genuine_module = genuine
         self.tests = {}  # id -> {"status", "message", "doc", "kind"}
+        self.doubted = {}  # id(test) -> (test, why its method was doubted before it ran)
         self.problems = []
         self.notes = []
         self.modules = {}
@@ -94,6 +97,7 @@ class UnittestGuard:
             recorder = Recorder(guard, real, self) if real is not None else None
             if guard.hypothesis is not None:
                 guard.hypothesis.before_case(self)
+            guard.before_run(self)
             return case_run(self, recorder, *args, **kwargs)
 
         def suite(self, result, *args, **kwargs):
@@ -179,7 +183,28 @@ class UnittestGuard:
             return "reported by %s, not by unittest" % caller.co_filename
         if recorder.test is not test:
             return "reported through another test's result"
-        method = self._function_of(getattr(type(test), test._testMethodName, None))
+        before = self.doubted.get(id(test))
+        if before is not None and before[0] is test:
+            return before[1]
+        return self._method_problem(test)
+
+    def before_run(self, test):
+        """The test method as TestCase.run is about to find it: one that is put back after
+        it ran is judged as it was, not as it is when its pass comes."""
+        try:
+            why = self._method_problem(test)
+        except Exception as exc:  # a descriptor of the submission's, say
+            why = "its test method could not be read (%s)" % type(exc).__name__
+        if why:
+            self.doubted[id(test)] = (test, why)  # kept alive, so no id is reused
+
+    def _method_problem(self, test):
+        name = test._testMethodName
+        # What unittest's getattr(test, name) finds: the test object's own attribute first.
+        method = self._genuine_module.attributes(test).get(name)
+        if method is None:
+            method = getattr(type(test), name, None)
+        method = self._function_of(method)
         if method is None:
             return "its test method is not Python code"
         path = os.path.realpath(method.__code__.co_filename)
