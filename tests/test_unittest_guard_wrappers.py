@@ -110,9 +110,12 @@ def test_passes_of_given_methods_are_believed_with_the_hypothesis_of_2017(tmp_pa
 # wrapper that never runs it: mock.patch's own (genuine) wrapper around a no-op, the same with
 # the genuine test named as its __wrapped__, and a forwarder dressed as Hypothesis's (the test's
 # file and line, a handle naming the genuine test) that forwards to a no-op. Or it shadows the
-# genuine method with a no-op on the test object, or puts back the genuine one as it runs.
+# genuine method with a no-op on the test object, or puts back the genuine one as it runs, or
+# forwards to another test's @given wrapper, given a handle that names the victim.
 VICTIMS = """
 import unittest
+
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from pkg import f
 
@@ -120,6 +123,14 @@ from pkg import f
 class T(unittest.TestCase):
     def test_a_first(self):
         self.assertEqual(f(), 1)
+
+    @settings(max_examples=2, suppress_health_check=list(HealthCheck))  # borrowed by another
+    @given(st.integers())
+    def test_a_given(self, x):
+        self.assertEqual(f(), 1)
+
+    def test_borrowed(self):
+        self.assertEqual(f(), 2)
 
     def test_plain(self):
         self.assertEqual(f(), 2)
@@ -140,7 +151,6 @@ class T(unittest.TestCase):
 WRAP_THE_VICTIMS = """
 import gc
 import sys
-import types
 import unittest
 from unittest import mock
 
@@ -149,6 +159,11 @@ _done = []
 
 def _noop(*args, **kwargs):
     return None
+
+
+class _Handle:  # Hypothesis's own is a plain class too
+    def __init__(self, inner_test):
+        self.inner_test = inner_test
 
 
 def _forward_to(target):
@@ -173,9 +188,18 @@ def f():
             co_filename=genuine.__code__.co_filename,
             co_firstlineno=genuine.__code__.co_firstlineno,
         )
-        forward.hypothesis = types.SimpleNamespace(inner_test=genuine)
+        forward.hypothesis = _Handle(genuine)
         forward.__wrapped__ = genuine
         T.test_forged_given = forward
+        genuine = T.__dict__["test_borrowed"]
+        other = T.__dict__["test_a_given"].__closure__[0].cell_contents
+        other.hypothesis = _Handle(genuine)
+        forward = _forward_to(other)
+        forward.__code__ = forward.__code__.replace(
+            co_filename=genuine.__code__.co_filename,
+            co_firstlineno=genuine.__code__.co_firstlineno,
+        )
+        T.test_borrowed = forward
         genuine = T.__dict__["test_put_back"]
 
         def put_back(self):
@@ -192,10 +216,15 @@ def f():
 def test_a_wrapper_that_does_not_run_the_genuine_test_is_not_believed(tmp_path: Path) -> None:
     result, _ = guarded(tmp_path, pkg=WRAP_THE_VICTIMS, tests=VICTIMS)
     assert result is not None
-    assert statuses(result) == {"tests.test_x.T.test_a_first": "passed"}
+    assert statuses(result) == {
+        "tests.test_x.T.test_a_first": "passed",
+        "tests.test_x.T.test_a_given": "passed",
+    }
     mock_py = mock_file()
     pkg = tmp_path / "ws" / "pkg" / "__init__.py"
     assert sorted(result.problems) == [
+        "a pass of tests.test_x.T.test_borrowed was not believed: its test method has a "
+        "Hypothesis handle its wrapper does not read",
         "a pass of tests.test_x.T.test_forged_given was not believed: its test method is not the "
         f"code of {pkg}",
         "a pass of tests.test_x.T.test_forged_wrapped was not believed: its test method has a "
