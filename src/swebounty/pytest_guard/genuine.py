@@ -1,4 +1,5 @@
-"""Whether a callable's code really is what a trusted file holds (used by swebounty_guard.py).
+"""Whether a callable's code really is what a trusted file holds (swebounty_guard.py's and
+unittest_guard.py's check).
 
 A code object names the file it came from (co_filename), but whoever compiles it chooses that
 name: compile(source, "<site-packages>/_pytest/runner.py", "exec") or
@@ -18,9 +19,9 @@ sandbox can write. Modules pytest rewrote for assertions are compared with pytes
 A test method is often a decorator's wrapper (mock.patch's, Hypothesis's @given, a project's
 functools.wraps): unwrap() accepts one only when every link from it to the test is proven:
 - a wrapper is genuine code of a trusted file (the environment, a base file) that holds the
-  function it wraps in its closure: `__wrapped__` (or Hypothesis's `.hypothesis.inner_test`,
-  on the wrapper or on a function its closure holds) is believed only when it is a cell's
-  contents, never for its name;
+  function it wraps in its closure: `__wrapped__` is believed only when it is a cell's
+  contents, never for its name; Hypothesis's `.hypothesis.inner_test` only on the forwarder
+  its closure holds, an earlier link of the chain (before 2019: the closure's `test`);
 - or it only forwards its arguments to the one function its closure holds (Hypothesis's
   signature-copying wrapper, compiled from a string): its bytecode is read, instruction by
   instruction. Such a forwarder takes its test's file and line as its own; that claim must be
@@ -28,7 +29,9 @@ functools.wraps): unwrap() accepts one only when every link from it to the test 
 What this cannot prove: what a genuine wrapper does with the rest of what it holds (mock.patch's
 target and replacement, Hypothesis's strategies and settings, a project decorator's
 arguments): a submission that rebuilds the decorator around the genuine test with arguments
-of its own is not seen. Nor that the test is the one its class body put under that name.
+of its own is not seen. Nor that the test is the one its class body put under that name
+(another genuine test's code passes as well), nor what a link's closure held while the test
+ran: the chain is read before and after, not during.
 
 Python 3.6+, standard library only; no code of the workspace runs while it checks.
 """
