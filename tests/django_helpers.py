@@ -12,13 +12,9 @@ turns into its exit status. A real django is installed in the `network` test tha
 from __future__ import annotations
 
 import json
-import subprocess
-import textwrap
 from pathlib import Path
 
-from repo_helpers import git_env, git_repo
-
-WHEN = "2024-03-01T12:00:00+00:00"
+from repo_helpers import WHEN, diff_of, git, git_repo
 
 RUNTESTS = """\
     #!/usr/bin/env python
@@ -175,25 +171,6 @@ F2P = [
 ]
 P2P = ["test_name (calc_tests.tests.CalcTests.test_name)"]
 SKIPPED = "test_database (calc_tests.tests.CalcTests)"
-
-
-def git(repo: Path, *argv: str) -> str:
-    return subprocess.run(
-        ["git", *argv], cwd=repo, env=git_env(WHEN), check=True, capture_output=True, text=True
-    ).stdout
-
-
-def diff_of(repo: Path, files: dict[str, str]) -> str:
-    """The patch that writes `files` (path -> text), made with git and undone."""
-    for rel, text in files.items():
-        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-        (repo / rel).write_text(textwrap.dedent(text))
-    git(repo, "add", "-N", ".")
-    patch = git(repo, "diff")
-    git(repo, "reset", "-q")
-    git(repo, "checkout", "-q", "--", ".")
-    git(repo, "clean", "-qfd")
-    return patch
 
 
 def django_project(root: Path, extra: dict[str, str] | None = None) -> dict[str, object]:

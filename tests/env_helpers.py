@@ -32,3 +32,22 @@ def run_tests(tenv: TaskEnv, ws: Path) -> str:
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout
+
+
+def tls_refusing_uv(path: Path, calls: Path, *, log: str = "$*", before: str = "") -> Path:
+    """A stand-in for uv behind a TLS-intercepting proxy, written to `path`: it appends
+    `$UV_SYSTEM_CERTS <log>` to `calls`, runs the shell lines `before`, then succeeds (printing
+    `ok`) with UV_SYSTEM_CERTS=1 and otherwise fails as uv does when its bundled roots refuse
+    the index's certificate."""
+    path.write_text(
+        "#!/bin/sh\n"
+        f'echo "$UV_SYSTEM_CERTS {log}" >> {calls}\n'
+        f"{before}"
+        'if [ "$UV_SYSTEM_CERTS" = 1 ]; then echo ok; exit 0; fi\n'
+        "echo 'error: Failed to fetch: https://pypi.org/simple/six/' >&2\n"
+        "echo '  cause: client error (Connect)' >&2\n"
+        "echo '  cause: invalid peer certificate: UnknownIssuer' >&2\n"
+        "exit 2\n"
+    )
+    path.chmod(0o755)
+    return path

@@ -51,6 +51,31 @@ def git_repo(root: Path, files: dict[str, str], *, when: str | None = None) -> P
     return root
 
 
+# The date of the small projects' base commits: their environments' cut-off.
+WHEN = "2024-03-01T12:00:00+00:00"
+
+
+def git(repo: Path, *argv: str) -> str:
+    """git's output in `repo`, its commits dated WHEN."""
+    return subprocess.run(
+        ["git", *argv], cwd=repo, env=git_env(WHEN), check=True, capture_output=True, text=True
+    ).stdout
+
+
+def diff_of(repo: Path, files: dict[str, str]) -> str:
+    """The patch that writes `files` (path -> dedented text) in `repo`, made with git and
+    undone."""
+    for rel, text in files.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(textwrap.dedent(text))
+    git(repo, "add", "-N", ".")
+    patch = git(repo, "diff")
+    git(repo, "reset", "-q")
+    git(repo, "checkout", "-q", "--", ".")
+    git(repo, "clean", "-qfd")
+    return patch
+
+
 def base_clones(repos_dir: Path, repos: list[str], commit: str = "abc") -> Path:
     """`repos_dir` with a one-commit clone of each of `repos` ("owner/name"), tagged `commit`.
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from env_helpers import tls_refusing_uv
 from swebounty.agents import AGENTS, NOT_INSTALLABLE, agent_class, create_agent
 from swebounty.agents.installed import AGENT_PYTHON, AgentInstallError, agent_python
 from swebounty.agents.provenance import OPEN_AGENTS
@@ -84,16 +85,8 @@ def test_an_agent_installs_where_only_the_system_certificate_store_trusts_the_in
     from swebounty.agents.installed import install
 
     monkeypatch.delenv("UV_SYSTEM_CERTS", raising=False)
-    fake = tmp_path / "uv"
-    fake.write_text(
-        "#!/bin/sh\n"
-        f'echo "$UV_SYSTEM_CERTS $1" >> {tmp_path}/calls\n'
-        'if [ "$1" = venv ]; then mkdir -p "$5"; exit 0; fi\n'
-        'if [ "$UV_SYSTEM_CERTS" = 1 ]; then exit 0; fi\n'
-        "echo '  cause: invalid peer certificate: UnknownIssuer' >&2\n"
-        "exit 2\n"
-    )
-    fake.chmod(0o755)
+    before = 'if [ "$1" = venv ]; then mkdir -p "$5"; exit 0; fi\n'
+    fake = tls_refusing_uv(tmp_path / "uv", tmp_path / "calls", log="$1", before=before)
     monkeypatch.setattr(uv, "find_uv_bin", lambda: str(fake))
     dest = install(tmp_path / "agents", "a", "a==1", b"runner", "run.py", Path(sys.executable))
     assert (dest / ".complete").read_text() == "a==1"

@@ -13,6 +13,7 @@ import httpx
 import pytest
 import uv as uv_package
 
+from env_helpers import tls_refusing_uv
 from swebounty.envs.failures import StepFailed, classify
 from swebounty.envs.releases import newest_release_before, tag_release
 from swebounty.envs.steps import Uv, isolated_env
@@ -325,17 +326,7 @@ def test_a_refused_certificate_is_tried_again_with_the_system_store(
     # bundled roots refuse the index, the system store (curl's) trusts it. Without the retry
     # every task of the demo failed on the network.
     monkeypatch.delenv("UV_SYSTEM_CERTS", raising=False)
-    fake = tmp_path / "uv"
-    fake.write_text(
-        "#!/bin/sh\n"
-        f'echo "$UV_SYSTEM_CERTS $*" >> {tmp_path}/calls\n'
-        'if [ "$UV_SYSTEM_CERTS" = 1 ]; then echo ok; exit 0; fi\n'
-        "echo 'error: Failed to fetch: https://pypi.org/simple/six/' >&2\n"
-        "echo '  cause: client error (Connect)' >&2\n"
-        "echo '  cause: invalid peer certificate: UnknownIssuer' >&2\n"
-        "exit 2\n"
-    )
-    fake.chmod(0o755)
+    fake = tls_refusing_uv(tmp_path / "uv", tmp_path / "calls")
     uv = Uv(fake, tmp_path / "build.log")
     assert uv.run("resolve dependencies", ["pip", "compile", "r.in"]).strip() == "ok"
     assert uv.run("install dependencies", ["pip", "install", "six"]).strip() == "ok"

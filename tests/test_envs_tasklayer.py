@@ -79,6 +79,18 @@ def make_project(root: Path) -> None:
     (root / "setup.py").write_text("from setuptools import setup\nsetup(name='proj')\n")
 
 
+def installed_copy(tmp_path: Path) -> tuple[Path, Path, set[str]]:
+    """The build copy `copy` of the project and the layer `layer` its install (a .pth) wrote
+    into, with the copy's files before that install."""
+    base = tmp_path / "copy"
+    make_project(base)
+    before = project_files(base)
+    layer = tmp_path / "layer"
+    make_layer(layer, INTERP, VERSION, tmp_path / "none")
+    fake_install(layer, base, "pth")
+    return base, layer, before
+
+
 def test_capture_then_replay_into_a_workspace(tmp_path: Path) -> None:
     for how in ("develop", "pth", "finder"):
         base = tmp_path / how / "copy"
@@ -107,12 +119,7 @@ def test_capture_then_replay_into_a_workspace(tmp_path: Path) -> None:
 
 
 def test_files_the_install_generated_reach_a_workspace_without_them(tmp_path: Path) -> None:
-    base = tmp_path / "copy"
-    make_project(base)
-    before = project_files(base)
-    layer = tmp_path / "layer"
-    make_layer(layer, INTERP, VERSION, tmp_path / "none")
-    fake_install(layer, base, "pth")
+    base, layer, before = installed_copy(tmp_path)
     # What setuptools_scm's write_to does during the install, plus debris that is not code.
     (base / "src" / "proj" / "_version.py").write_text("version = '1.2'\n")
     (base / "src" / "proj" / "__pycache__").mkdir()
@@ -220,12 +227,7 @@ def test_what_the_build_left_is_kept_only_as_regular_files(tmp_path: Path) -> No
     (from there it reached every task's workspace and layer)."""
     secret = tmp_path / "id_rsa"
     secret.write_text("PRIVATE KEY\n")
-    base = tmp_path / "copy"
-    make_project(base)
-    before = project_files(base)
-    layer = tmp_path / "layer"
-    make_layer(layer, INTERP, VERSION, tmp_path / "none")
-    fake_install(layer, base, "pth")
+    base, layer, before = installed_copy(tmp_path)
     pkg = base / "src" / "proj"
     (pkg / "_version.py").symlink_to(secret)  # "generated" by the build
     (pkg / "_speed.cpython-311-x86_64-linux-gnu.so").symlink_to(secret)

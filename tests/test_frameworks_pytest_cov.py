@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from django_helpers import diff_of, git
-from repo_helpers import git_repo
+from repo_helpers import diff_of, git, git_repo
 from swebounty.frameworks.pytest import coverage_plugin
 from swebounty.sandbox import bwrap_available
 

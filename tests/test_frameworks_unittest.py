@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 
-from django_helpers import diff_of, git
-from repo_helpers import git_repo
+from repo_helpers import diff_of, git, git_repo
 from swebounty.frameworks import BaseTree
 from swebounty.frameworks.unittest import Unittest, disagreement, uncollected, with_runner
 from swebounty.sandbox import bwrap_available

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from repo_helpers import BUGGY_PROJECT, git_repo
+from repo_helpers import BUGGY_PROJECT, WHEN, diff_of, git, git_repo
 from swebounty.misses import miss_class
 from swebounty.store import Store
-from test_offline_grading import WHEN, diff_of, git, needs_bwrap
+from test_offline_grading import needs_bwrap
 
 NEEDS_SETTINGS = """\
     import os

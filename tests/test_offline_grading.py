@@ -10,14 +10,12 @@ nothing; `all` excuses both; FAIL_TO_PASS tests never.
 from __future__ import annotations
 
 import json
-import subprocess
 import textwrap
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from repo_helpers import BUGGY_PROJECT, git_env, git_repo
+from repo_helpers import BUGGY_PROJECT, WHEN, diff_of, git, git_repo
 from swebounty.sandbox import bwrap_available
 from swebounty.verdicts import Verdict
 
@@ -27,28 +25,6 @@ needs_bwrap = pytest.mark.skipif(not BWRAP_OK, reason=f"no bubblewrap sandbox: {
 F2P = ["tests/test_a.py::test_fixed"]
 P2P = ["tests/test_a.py::test_other", "tests/test_a.py::test_network", "tests/test_a.py::test_dns"]
 STALE = "tests/test_a.py::test_stale"
-
-
-WHEN = "2024-03-01T12:00:00+00:00"  # the base commits' date: their environments' cut-off
-
-
-def git(repo: Path, *argv: str) -> str:
-    return subprocess.run(
-        ["git", *argv], cwd=repo, env=git_env(WHEN), check=True, capture_output=True, text=True
-    ).stdout
-
-
-def diff_of(repo: Path, files: dict[str, str]) -> str:
-    """The patch that writes `files` (path -> text), made with git and undone."""
-    for rel, text in files.items():
-        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-        (repo / rel).write_text(textwrap.dedent(text))
-    git(repo, "add", "-N", ".")
-    patch = git(repo, "diff")
-    git(repo, "reset", "-q")
-    git(repo, "checkout", "-q", "--", ".")
-    git(repo, "clean", "-qfd")
-    return patch
 
 
 TESTS = """\

@@ -12,10 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from repo_helpers import git_repo
+from repo_helpers import WHEN, diff_of, git, git_repo
 from swebounty.evaluation import evaluate
 from swebounty.sandbox import bwrap_available
-from test_offline_grading import WHEN, diff_of, git
 from test_services_replay import flow
 
 BWRAP_OK, BWRAP_WHY = bwrap_available()

@@ -17,13 +17,12 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from repo_helpers import git_repo
+from repo_helpers import WHEN, diff_of, git, git_repo
 from swebounty.cli import app
 from swebounty.envs.interpreters import discover
 from swebounty.sandbox import bwrap_available
 from swebounty.services.catalog import load_catalog
 from swebounty.verdicts import Verdict
-from test_offline_grading import WHEN, diff_of, git
 
 BWRAP_OK, BWRAP_WHY = bwrap_available()
 needs_bwrap = pytest.mark.skipif(not BWRAP_OK, reason=f"no bubblewrap sandbox: {BWRAP_WHY}")

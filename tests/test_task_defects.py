@@ -15,14 +15,14 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from repo_helpers import BUGGY_PROJECT, git_repo
+from repo_helpers import BUGGY_PROJECT, WHEN, diff_of, git, git_repo
 from swebounty import baseline
 from swebounty.baseline import base_run, defect_at_base, excuse, remember_base
 from swebounty.store import Store
 from swebounty.testing import TestOutcome
 from swebounty.testrun import TestRun
 from test_baseline import F2P, NETWORK_FAILS, P2P, FakeRuns, _ctx, _task, _verdict
-from test_offline_grading import WHEN, diff_of, git, needs_bwrap
+from test_offline_grading import needs_bwrap
 
 PASSES_AT_BASE = {F2P[0]: "passed", P2P[0]: "passed", P2P[1]: "failed"}
 

@@ -6,13 +6,12 @@ environment comes from the package index)."""
 
 from __future__ import annotations
 
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from repo_helpers import BUGGY_PROJECT, git_env, git_repo
+from repo_helpers import BUGGY_PROJECT, diff_of, git, git_repo
 from swebounty.sandbox import bwrap_available
 
 BWRAP_OK, BWRAP_WHY = bwrap_available()
@@ -68,22 +67,6 @@ def test_leaves_a_thread_the_exit_would_wait_for():
 """
 
 
-def git(repo: Path, *argv: str) -> str:
-    return subprocess.run(
-        ["git", *argv], cwd=repo, env=git_env(WHEN), check=True, capture_output=True, text=True
-    ).stdout
-
-
-def change(repo: Path, rel: str, text: str) -> str:
-    """The diff that writes `text` to `rel` in `repo`, which is left as it was."""
-    (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-    (repo / rel).write_text(text)
-    git(repo, "add", "-A")
-    diff = git(repo, "diff", "--cached")
-    git(repo, "reset", "-q", "--hard")
-    return diff
-
-
 @pytest.mark.sandbox
 @pytest.mark.network
 @pytest.mark.slow
@@ -103,8 +86,8 @@ def test_a_deadlock_the_fix_removes_is_fail_to_pass_and_the_empty_patch_unresolv
         repo="small/proj",
         base_commit=git(repo, "rev-parse", "HEAD").strip(),
         problem_statement="double() never returns",
-        patch=change(repo, "proj/a.py", FIXED),
-        test_patch=change(repo, "tests/test_a.py", TESTS),
+        patch=diff_of(repo, {"proj/a.py": FIXED}),
+        test_patch=diff_of(repo, {"tests/test_a.py": TESTS}),
         created_at="2024-03-01T12:00:00Z",
     )
     kw = {"repos_dir": tmp_path / "repos", "cache_dir": tmp_path / "cache"}

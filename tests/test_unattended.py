@@ -6,13 +6,12 @@ evaluation path and sandbox (`network`: environments come from the package index
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from repo_helpers import BUGGY_PROJECT, git_env, git_repo
+from repo_helpers import BUGGY_PROJECT, diff_of, git, git_repo
 from swebounty.cli import app
 from swebounty.sandbox import bwrap_available
 
@@ -23,23 +22,6 @@ TESTS = "from proj.a import double\n\n\ndef test_fixed():\n    assert double(3) 
 FIX = "def double(x):\n    return x * 2\n\n\ndef name():\n    return 'proj'\n"
 
 
-def git(repo: Path, *argv: str) -> str:
-    return subprocess.run(
-        ["git", *argv], cwd=repo, env=git_env(WHEN), check=True, capture_output=True, text=True
-    ).stdout
-
-
-def patch_of(repo: Path, rel: str, text: str) -> str:
-    (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-    (repo / rel).write_text(text)
-    git(repo, "add", "-N", ".")
-    diff = git(repo, "diff")
-    git(repo, "reset", "-q")
-    git(repo, "checkout", "-q", "--", ".")
-    git(repo, "clean", "-qfd")
-    return diff
-
-
 def task(repos: Path, name: str, files: dict[str, str]) -> dict[str, str]:
     repo = git_repo(repos / f"small__{name}", files, when=WHEN)
     return {
@@ -47,8 +29,8 @@ def task(repos: Path, name: str, files: dict[str, str]) -> dict[str, str]:
         "repo": f"small/{name}",
         "base_commit": git(repo, "rev-parse", "HEAD").strip(),
         "problem_statement": "double adds",
-        "patch": patch_of(repo, "proj/a.py", FIX),
-        "test_patch": patch_of(repo, "tests/test_a.py", TESTS),
+        "patch": diff_of(repo, {"proj/a.py": FIX}),
+        "test_patch": diff_of(repo, {"tests/test_a.py": TESTS}),
         "FAIL_TO_PASS": json.dumps(["tests/test_a.py::test_fixed"]),
         "PASS_TO_PASS": "[]",
         "created_at": "2024-03-01T12:00:00Z",

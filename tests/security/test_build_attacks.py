@@ -12,9 +12,6 @@ running. Run on the host, each succeeds; in the build sandbox, none does.
 from __future__ import annotations
 
 import logging
-import os
-import signal
-import time
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
@@ -22,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from repo_helpers import git_repo
+from security.leftovers import kill_marked, survivors
 from swebounty.envs import buildbox
 from swebounty.envs.failures import StepFailed
 from swebounty.envs.steps import Uv
@@ -91,20 +89,6 @@ PyMODINIT_FUNC PyInit__fast(void) { return PyModule_Create(&module); }
 """
 
 
-def _marked(marker: str) -> list[int]:
-    """Processes whose command line holds `marker` (this test's own: it planted them)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmdline = (entry / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if marker.encode() in cmdline:
-                found.append(int(entry.name))
-    return found
-
-
 @pytest.mark.sandbox
 @pytest.mark.network
 @needs_bwrap
@@ -133,10 +117,7 @@ def test_a_hostile_build_is_contained(tmp_path: Path, index_reachable: None) -> 
         # The conftest ran in the build (the probe), and the build itself did.
         log = (cache / "specs" / (env.spec_key or "") / "build.log").read_text()
         assert "probe collection" in log and "install the project" in log
-        deadline = time.monotonic() + 5
-        while _marked(marker) and time.monotonic() < deadline:
-            time.sleep(0.2)  # a sandbox's processes may still be dying
-        alive = _marked(marker)
+        alive = survivors(marker)
         written = sorted(str(p) for p in [*home.iterdir(), *cache.iterdir()] if "pwned" in p.name)
         poisoned = sorted(str(p) for p in cache.rglob("zz_poison_*"))
         leaked = sorted(
@@ -159,8 +140,7 @@ def test_a_hostile_build_is_contained(tmp_path: Path, index_reachable: None) -> 
         assert "probe collection (build sandbox)" in log
         assert "install the project (build sandbox)" in log
     finally:
-        for pid in _marked(marker):  # left by a build outside the sandbox (the test failed)
-            os.kill(pid, signal.SIGKILL)
+        kill_marked(marker)
 
 
 METADATA_SETUP = """\

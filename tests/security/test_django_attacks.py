@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from django_helpers import FIX, diff_of, django_project
+from django_helpers import FIX, django_project
+from repo_helpers import diff_of
 from swebounty.sandbox import bwrap_available
 from swebounty.verdicts import Verdict
 

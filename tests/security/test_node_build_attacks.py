@@ -22,15 +22,14 @@ import io
 import json
 import os
 import shutil
-import signal
 import subprocess
 import tarfile
-import time
 import uuid
 from pathlib import Path
 
 import pytest
 
+from security.leftovers import kill_marked, survivors
 from swebounty.envs.node_build import NodeCache, NodeSpec
 from swebounty.sandbox import bwrap_available
 
@@ -150,19 +149,6 @@ def _lock(manager: str, cache: NodeCache, ws: Path, tarball: Path) -> None:
                        env=env, check=True, capture_output=True, timeout=300)  # fmt: skip
 
 
-def _marked(marker: str) -> list[int]:
-    """Processes whose command line holds `marker` (this test's own: it planted them)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if marker.encode() in (entry / "cmdline").read_bytes():
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
-
-
 @pytest.mark.parametrize(
     "manager", ["npm", pytest.param("yarn", marks=pytest.mark.network),
                 pytest.param("pnpm", marks=pytest.mark.network)],
@@ -199,10 +185,7 @@ def test_hostile_install_scripts_are_contained(tmp_path: Path, manager: str) -> 
     _lock(manager, builder, ws, tarball)
     try:
         env = builder.ensure(_spec(manager), ws)
-        deadline = time.monotonic() + 5
-        while _marked(marker) and time.monotonic() < deadline:
-            time.sleep(0.2)  # a sandbox's processes may still be dying
-        alive = _marked(marker)
+        alive = survivors(marker)
         written = sorted(str(p) for d in (home, cache, cache / "npm-cache")
                          for p in d.iterdir() if "pwned" in p.name)  # fmt: skip
         leaked = sorted(
@@ -231,8 +214,7 @@ def test_hostile_install_scripts_are_contained(tmp_path: Path, manager: str) -> 
         info = (env.node_modules / "stolen-dep-install.js").stat()
         assert (info.st_uid, info.st_mode & 0o7022) == (os.getuid(), 0)
     finally:
-        for pid in _marked(marker):  # left by a build outside the sandbox (the test failed)
-            os.kill(pid, signal.SIGKILL)
+        kill_marked(marker)
 
 
 def test_a_native_addon_still_builds_offline(tmp_path: Path) -> None:

@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 
-from django_helpers import diff_of, git
-from repo_helpers import git_repo
+from repo_helpers import diff_of, git, git_repo
 from swebounty.sandbox import bwrap_available
 from swebounty.verdicts import Verdict
 
