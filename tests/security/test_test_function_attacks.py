@@ -96,6 +96,19 @@ NOT_BELIEVED = "a pass of tests/test_x.py::test_{} was not believed: "
 PKG = "{WS}/pkg/__init__.py"
 NOT_GENUINE = "which is not the code of a file the submission did not change"
 COLLECTOR = "a collector above it holds _genfunctions, " + NOT_GENUINE
+MADE = "a collector that made tests holds _genfunctions, " + NOT_GENUINE  # seen as it collects
+# Another kind of item's class (a doctest's, genuine), with a doctest that passes.
+AS_A_DOCTEST = """
+import doctest
+
+_Doctest = [c for c in gc.get_objects() if isinstance(c, type) and c.__name__ == "DoctestItem"][0]
+
+
+def _as_doctest(item):
+    item.__class__ = _Doctest
+    item.dtest = doctest.DocTest([doctest.Example("1\\n", "1\\n")], {}, "x", None, 0, None)
+    item.runner = doctest.DocTestRunner()
+"""
 # attack -> (the package's code, why the pass of test_bad is not believed)
 ATTACKS = {
     "the-item-s-test-function-swapped": (
@@ -118,6 +131,10 @@ ATTACKS = {
         ON_EACH_ITEM.replace('name == "test_bad"', "False").format(swap="_item.obj = lambda: None"),
         COLLECTOR,
     ),
+    "the-item-made-a-doctest-as-it-is-collected": (
+        ON_EACH_ITEM.format(swap="_as_doctest(_item)") + AS_A_DOCTEST,
+        "-" + MADE,
+    ),
     "the-item-s-session-replaced": (
         SESSION + ON_EACH_ITEM.format(swap="_item.session = _Session(_item.session)"),
         "its test function was not called through pytest's pytest_pyfunc_call",
@@ -138,8 +155,43 @@ def test_a_test_call_that_runs_other_code_is_not_believed(
     assert run.statuses["tests/test_x.py::test_bad"] == "passed"  # forged, and flagged:
     ws = str(tmp_path / "ws")
     problems = [p.replace(ws, "{WS}") for p in run.problems]
+    if why.startswith("-"):  # a problem of its own, not a pass's
+        assert problems == [why[1:]]
+        return
     assert NOT_BELIEVED.format("bad") + why in problems, problems
-    assert all(p.startswith("a pass of tests/test_x.py::") for p in problems), problems
+    assert all(p.startswith("a pass of tests/test_x.py::") or p == MADE for p in problems)
+
+
+# A thread waits for the end of collection, then makes the last test a doctest, while the test
+# before it sleeps.
+LATER = """
+import threading
+import time
+
+
+def _later():
+    while True:
+        for _s in [o for o in gc.get_objects() if type(o).__name__ == "Session"]:
+            for _item in getattr(_s, "items", None) or ():
+                if _item.name == "test_last":
+                    _as_doctest(_item)
+                    return
+        time.sleep(0.001)
+
+
+threading.Thread(target=_later, daemon=True).start()
+"""
+SLOW = "\n\ndef test_slow():\n    import time\n    time.sleep(1)\n\n\ndef test_last():\n    assert f() == 2\n"
+
+
+def test_an_item_s_class_changed_after_collection_is_not_believed(tmp_path: Path) -> None:
+    code = INIT + "import gc\n" + AS_A_DOCTEST + LATER
+    run = _guarded_run(Path(sys.prefix), tmp_path, tamper=False, extra_test=SLOW,
+                       files={"pkg/__init__.py": code})  # fmt: skip
+    assert run is not None and run.statuses["tests/test_x.py::test_last"] == "passed"
+    assert run.problems == [
+        NOT_BELIEVED.format("last") + "its class was changed after it was collected"
+    ]
 
 
 # An installed plugin that runs coroutine tests (as pytest-asyncio does): as the call starts, it
@@ -192,6 +244,16 @@ def pytest_collect_file(parent, file_path):
 class SpecFile(pytest.File):
     def collect(self):
         yield SpecItem.from_parent(self, name="spec")
+
+
+class OwnModule(pytest.Module):  # the test module's collector is the repository's own class
+    def collect(self):
+        return super().collect()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makemodule(module_path, parent):
+    return OwnModule.from_parent(parent, path=module_path)
 
 
 class SpecItem(pytest.Item):

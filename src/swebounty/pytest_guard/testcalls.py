@@ -11,6 +11,8 @@ A pass of a test's call is believed only when:
   config, the session, the item and the collectors above it) holds no code of its own in
   place of its class's method, and the code it holds is genuine (genuine.py): a file of the
   environment or a workspace file the submission did not change; and its class is genuine;
+- the item's class is the one it had when collection finished, and while collectors made
+  the tests, they held no code in place of their class's methods (else a problem too);
 - the item's `runtest` is genuine; when it is pytest's own (`Function.runtest`), this plugin's
   pytest_pyfunc_call wrapper saw the call: the hook ran through pytest's machinery;
 - the test function pytest_pyfunc_call calls (`item.obj`, as the hook starts) is genuine
@@ -23,7 +25,8 @@ first two rules only.
 What this cannot prove: that a test function is the one its module put under that name
 (another genuine test's code passes as well), nor what ran between the checks (an object
 changed and put back during the call), nor that an item's class is the one pytest made it
-with (a genuine class of another kind of item, a doctest's, passes as well).
+with when other means than its collector's methods (a thread) changed it during collection:
+a genuine class of another kind of item, a doctest's, passes as well.
 
 Python 3.6+, standard library only. A pass is judged from objects' own attributes and their
 classes' namespaces, read without running code of those classes (but pytest 9's node id,
@@ -55,6 +58,7 @@ class TestCalls:
         self.reached = {}  # nodeid -> (item, why its test function is not believed, or None)
         self.function = self.runtest = None  # pytest's Function class and runtest (snapshot)
         self.items = {}  # nodeid -> item, from the session's list
+        self.classes = {}  # id -> (item, its class when collection finished)
         self._classes = {}  # id -> (class, its members, their ids, whether all are genuine)
         self._now = {}  # id -> (class, whether genuine), during one judgement
         self._seen = {}  # id -> (object, what it held, their ids, what _unless_same said)
@@ -76,6 +80,25 @@ class TestCalls:
             why = "its test function could not be read (%s)" % type(exc).__name__
         self.reached[pyfuncitem.nodeid] = (pyfuncitem, why)
         yield
+
+    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+    def pytest_pycollect_makeitem(self, collector, name, obj):
+        yield
+        # What made the items: a collector's method of its own could have changed them.
+        try:
+            self._now = {}
+            self._modules()
+            why = self._unless_same(collector, self._holds, collector)
+        except Exception as exc:
+            why = "could not be read (%s)" % type(exc).__name__
+        if why:
+            self.guard._problem("a collector that made tests %s" % why)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_finish(self, session):
+        items = self.genuine.attributes(session).get("items")
+        for item in list(items) if type(items) is list else []:
+            self.classes[id(item)] = (item, type(item))
 
     # ------------------------------------------------------------------ judging a pass
 
@@ -103,6 +126,9 @@ class TestCalls:
         item = reached[0] if reached else self._item(nodeid)
         if item is None:
             return None  # not one of the session's items: nothing pytest ran is known
+        made = self.classes.get(id(item))
+        if made is not None and made[0] is item and made[1] is not type(item):
+            return "its class was changed after it was collected"
         why = self._path_problem(item)
         if why:
             return why
