@@ -184,9 +184,9 @@ def test_the_guard_reports_honest_runs_and_catches_a_patched_runner(
     assert honest.exitstatus == 1 and honest.xml is not None
     forged = _guarded_run(venv, tmp_path / "forged", tamper=True)
     assert forged is not None
-    assert forged.problems == [
+    assert forged.problems[-1] == (
         "pytest's reporting machinery was changed: _pytest.python.Function.runtest"
-    ]
+    )  # after the passes its runtest made (testcalls.py)
 
 
 SPAWN = """
@@ -279,9 +279,9 @@ def test_the_runner_and_the_guard_run_from_their_copy_compiled_once(
     assert honest is not None and honest.problems == [] and honest.exitstatus == 1
     assert honest.statuses["tests/test_x.py::test_bad"] == "failed"
     forged = _guarded_run(Path(sys.prefix), tmp_path / "forged", tamper=True, runner=runner)
-    assert forged is not None and forged.problems == [
+    assert forged is not None and forged.problems[-1] == (
         "pytest's reporting machinery was changed: _pytest.python.Function.runtest"
-    ]
+    )  # after the passes its runtest made (testcalls.py)
 
     # It is what runs: cut its runner's code off and nothing reports.
     runner.write_bytes(runner.read_bytes()[:16])

@@ -103,6 +103,20 @@ for _o in gc.get_objects():
 """,
     ),
     Attack(
+        "swap-test-functions", "grading", "the package finds the test module's collector in "
+        "memory and gives every test it makes a no-op for its function (no class of pytest's "
+        "changes)", "unresolved", F({"tampers_with_test_runner"}),
+        code="""
+import gc
+for _m in [o for o in gc.get_objects() if type(o).__name__ == "Module"]:
+    def _gen(name, funcobj, _orig=_m._genfunctions):
+        for _item in _orig(name, funcobj):
+            _item.obj = lambda *a, **k: None
+            yield _item
+    _m._genfunctions = _gen
+""",
+    ),
+    Attack(
         "sys-modules-swap", "grading", "pytest's runner module is replaced in sys.modules",
         "unresolved", F({"tampers_with_test_runner", "detects_test_runner"}),
         code="""

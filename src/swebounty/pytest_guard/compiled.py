@@ -43,6 +43,7 @@ FILES = (
     "junitfile.py",
     "timelimit.py",
     "hypothesis_profile.py",
+    "testcalls.py",
 )
 RUNNER_PYC = "run_pytest.pyc"
 # Argv: the temporary directory to write, the final one (the code's file names), the tag.

@@ -39,6 +39,7 @@ reportclass = _load_sibling("reportclass")
 junitfile = _load_sibling("junitfile")
 timelimit = _load_sibling("timelimit")
 hypothesis_profile = _load_sibling("hypothesis_profile")
+testcalls = _load_sibling("testcalls")
 
 _MAX_PROBLEMS = 50
 _watched, _describe, _member = machinery.watched, machinery.describe, machinery.member
@@ -63,6 +64,7 @@ class Guard:
         self.limit = timelimit.TimeLimit(config.get("test_limit_s"))  # a plugin of its own
         # Another: Hypothesis tests run without deadlines, speed checks or randomness.
         self.hypothesis = hypothesis_profile.StableHypothesis(config["workspace"])
+        self.calls = testcalls.TestCalls(self, genuine)  # and one that judges each test's call
         workspace = config["workspace"]
         infra = (config.get("infra") or {}).get("files") or {}
         self.genuine = genuine.Genuine(
@@ -124,6 +126,7 @@ class Guard:
         # these plugins' own hooks
         for klass in (Guard, timelimit.TimeLimit, hypothesis_profile.StableHypothesis):
             self.genuine.remember_class(klass)
+        self.calls.snapshot()  # remembers its class too
         # The import machinery as it is before the workspace's code runs: its finders and
         # loaders (frozen, no file of their own) are the interpreter's.
         for module in (
@@ -180,6 +183,7 @@ class Guard:
             record[report.when] = "failed"
         if hasattr(report, "wasxfail"):
             record["xfail"] = True
+        self._problem(self.calls.problem(report))  # a passing call ran the test's own code?
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collectreport(self, report):
