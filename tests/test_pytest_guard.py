@@ -358,15 +358,16 @@ def pytest_runtest_makereport(item, call):
 """
 
 
-def _plugin_site(tmp: Path) -> Path:
-    """An installed plugin, loaded through its pytest11 entry point."""
+def _plugin_site(tmp: Path, name: str = "reportplugin", source: str = PLUGIN_REPORT) -> Path:
+    """An installed plugin `name` (its __init__.py: `source`), loaded through its pytest11
+    entry point."""
     site = tmp / "site"
-    (site / "reportplugin").mkdir(parents=True)
-    (site / "reportplugin" / "__init__.py").write_text(PLUGIN_REPORT)
-    info = site / "reportplugin-1.0.dist-info"
+    (site / name).mkdir(parents=True)
+    (site / name / "__init__.py").write_text(source)
+    info = site / f"{name}-1.0.dist-info"
     info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: reportplugin\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text("[pytest11]\nreportplugin = reportplugin\n")
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[pytest11]\n{name} = {name}\n")
     return site
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from test_pytest_guard import HONEST, _guarded_run
+from test_pytest_guard import HONEST, _guarded_run, _plugin_site
 
 INIT = "def f():\n    return 1\n"  # the package the tests import, before the submission's lines
 # The Module collector being collected when the package is imported: an instance method of
@@ -332,13 +332,7 @@ def test_subtests(subtests):
 
 def test_legitimate_wrappers_and_items_are_believed(tmp_path: Path) -> None:
     subtests = importlib.util.find_spec("_pytest.subtests") is not None  # pytest 9's
-    site = tmp_path / "site"
-    (site / "asyncplugin").mkdir(parents=True)
-    (site / "asyncplugin" / "__init__.py").write_text(ASYNC_PLUGIN)
-    info = site / "asyncplugin-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: asyncplugin\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text("[pytest11]\nasyncplugin = asyncplugin\n")
+    site = _plugin_site(tmp_path, "asyncplugin", ASYNC_PLUGIN)
     run = _guarded_run(
         Path(sys.prefix), tmp_path / "run", tamper=False, site=site,
         extra_test="import pytest\n" + LEGIT + (SUBTESTS if subtests else ""),
