@@ -17,6 +17,13 @@ beside SWE-bench's published figures: one Docker image of ~1.7 GB per instance, 
 ~15 minutes on 12 workers once every image is built (~36 worker-seconds per task, warm).
 `--repos`/`--per-repo` take a subset (the whole of Lite from cold takes many hours on two
 cores); the JSON says which tasks were run, so a figure is never read as the whole dataset's.
+
+`--resume` continues a run that was stopped (Ctrl-C, SIGTERM, a session's end) in the same
+`--home`: the same tasks, the same run id, its verdicts kept. Each stretch of running is a
+segment in HOME/segments.json (start, wall, CPU, load); the wall and CPU figures are their sums,
+and the JSON lists them, so a figure measured in pieces says so. A stop is recorded when it
+comes through this script (SIGINT or SIGTERM to it, or to its process group); a SIGKILL loses
+that segment's figures, never the run's verdicts.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import json
 import os
 import platform
 import resource
+import signal
 import subprocess
 import sys
 import tempfile
@@ -47,7 +55,12 @@ out = Console(width=160)
 
 def args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--dataset", type=Path, required=True, help="a SWE-bench .json/.jsonl file")
+    p.add_argument(
+        "--dataset",
+        type=Path,
+        required=True,
+        help="a SWE-bench .json/.jsonl file (a --resume reads HOME's)",
+    )
     p.add_argument("--repos-dir", type=Path, required=True, help="clones named owner__name")
     p.add_argument("--repos", default="", help="comma-separated owner/name: only these")
     p.add_argument("--per-repo", type=int, default=0, help="at most N tasks per repository")
@@ -59,6 +72,7 @@ def args() -> argparse.Namespace:
     p.add_argument(
         "--report-only", action="store_true", help="report a finished run in --home again"
     )
+    p.add_argument("--resume", action="store_true", help="continue the stopped run in --home")
     return p.parse_args()
 
 
@@ -83,18 +97,46 @@ def subset(dataset: Path, repos: set[str], per_repo: int, ids: set[str]) -> list
 
 def run_eval(
     data: Path, home: Path, repos_dir: Path, workers: int, env: dict[str, str]
-) -> dict[str, float]:
-    """Run the user's command; its wall time and the CPU time of it and all it waited for."""
+) -> dict[str, Any]:
+    """Run the user's command; its wall time and the CPU time of it and all it waited for.
+    A SIGINT or SIGTERM to this script is passed on to the run, which stops with its verdicts
+    committed; the segment is still measured."""
     argv = [sys.executable, "-m", "swebounty", "eval", str(data), "--gold", "--run-id", "cold",
             "--home", str(home), "--repos-dir", str(repos_dir), "--workers", str(workers)]  # fmt: skip
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    load = os.getloadavg()
     start = time.monotonic()
-    with (home / "eval.log").open("w") as log:
-        code = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, env=env).returncode
+    stopped: list[int] = []
+    with (home / "eval.log").open("a") as log:
+        child = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env)
+
+        def forward(signum: int, _frame: object) -> None:
+            stopped.append(signum)
+            child.send_signal(signal.SIGINT)  # the run's own graceful stop
+
+        old = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            code = child.wait()
+        finally:
+            for s, handler in old.items():
+                signal.signal(s, handler)
     wall = time.monotonic() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return {"exit_code": code, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1)}
+    return {"started": started, "exit_code": code, "wall_s": round(wall, 1),
+            "cpu_s": round(cpu, 1), "load_before": load, "load_after": os.getloadavg(),
+            "stopped": bool(stopped)}  # fmt: skip
+
+
+def segments_total(segments: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run's figures from its segments: wall and CPU summed, the last exit code."""
+    return {
+        "exit_code": segments[-1]["exit_code"],
+        "wall_s": round(sum(s["wall_s"] for s in segments), 1),
+        "cpu_s": round(sum(s["cpu_s"] for s in segments), 1),
+        "segments": segments,
+    }
 
 
 def environments(cache: Path) -> dict[str, Any]:
@@ -127,29 +169,46 @@ def environments(cache: Path) -> dict[str, Any]:
 def main() -> None:
     a = args()
     repos = {r.strip() for r in a.repos.split(",") if r.strip()}
-    tasks = subset(a.dataset, repos, a.per_repo, set(a.ids))
-    if not tasks:
-        raise SystemExit("no task of the dataset matches --repos / --instance-id")
     home = a.home or Path(tempfile.mkdtemp(prefix="swebounty-cold-"))
     uv_cache = home / "uv-cache"
-    if a.report_only:  # the run's own figures from its JSON, the rest read again from HOME
-        before = json.loads(a.json.read_text(encoding="utf-8"))
-        timing = {k: before[k] for k in ("exit_code", "wall_s", "cpu_s")}
-        load_before = before["machine"]["load_before"]
-        load_after = before["machine"].get("load_after")
+    seg_file = home / "segments.json"
+    segments: list[dict[str, Any]] = (read_json(seg_file) or {}).get("segments", [])
+    if a.report_only or a.resume:
+        if not segments:
+            raise SystemExit(f"{home} holds no segments.json: no run of this script to continue")
+        tasks = [json.loads(line) for line in (home / "tasks.jsonl").open(encoding="utf-8")]
     else:
-        if (home / "cache").exists():
-            raise SystemExit(f"{home} already holds a cache: give an empty --home (a cold run)")
-        home.mkdir(parents=True, exist_ok=True)
-        data = home / "tasks.jsonl"
-        data.write_text("".join(json.dumps(t) + "\n" for t in tasks), encoding="utf-8")
+        tasks = subset(a.dataset, repos, a.per_repo, set(a.ids))
+        if not tasks:
+            raise SystemExit("no task of the dataset matches --repos / --instance-id")
+    if not a.report_only:
+        if a.resume:
+            uv_kept = (read_json(home / "options.json") or {}).get("keep_uv_cache", False)
+            if uv_kept != a.keep_uv_cache:
+                raise SystemExit("--keep-uv-cache must be as in the run's first segment")
+        elif (home / "cache").exists():
+            raise SystemExit(
+                f"{home} already holds a cache: give an empty --home (a cold run), "
+                "or --resume to continue the run stopped there"
+            )
+        else:
+            home.mkdir(parents=True, exist_ok=True)
+            (home / "tasks.jsonl").write_text(
+                "".join(json.dumps(t) + "\n" for t in tasks), encoding="utf-8"
+            )
+            (home / "options.json").write_text(json.dumps({"keep_uv_cache": a.keep_uv_cache}))
         env = dict(os.environ)
         if not a.keep_uv_cache:
             env["UV_CACHE_DIR"] = str(uv_cache)
-        out.print(f"{len(tasks)} tasks, {a.workers} workers, home {home}: swebounty eval --gold")
-        load_before = os.getloadavg()
-        timing = run_eval(data, home, a.repos_dir, a.workers, env)
-        load_after = os.getloadavg()
+        verb = "continuing" if a.resume else "swebounty eval --gold"
+        out.print(f"{len(tasks)} tasks, {a.workers} workers, home {home}: {verb}")
+        segments.append(run_eval(home / "tasks.jsonl", home, a.repos_dir, a.workers, env))
+        seg_file.write_text(json.dumps({"segments": segments}, indent=2), encoding="utf-8")
+        if segments[-1]["stopped"]:
+            out.print(f"stopped; continue with --resume --home {home}")
+    timing = segments_total(segments)
+    load_before = segments[0]["load_before"]
+    load_after = segments[-1]["load_after"]
     report = read_json(home / "runs" / "cold" / "report.json") or {}
     cache = home / "cache"
     disk = {
@@ -171,7 +230,7 @@ def main() -> None:
         "tasks": [t["instance_id"] for t in tasks],
         "repos": dict(Counter(t["repo"] for t in tasks)),
         "workers": a.workers,
-        "cold_uv_cache": not a.keep_uv_cache,
+        "cold_uv_cache": not (read_json(home / "options.json") or {}).get("keep_uv_cache"),
         **timing,
         "cpu_s_per_task": round(timing["cpu_s"] / n, 1),
         "wall_s_per_task": round(timing["wall_s"] / n, 1),
@@ -204,8 +263,10 @@ def show(r: dict[str, Any]) -> None:
     for col in ("figure", "swebounty (measured)", "SWE-bench (published)"):
         t.add_column(col, justify="left" if col == "figure" else "right")
     per_env = r.get("env_own_bytes_mean", 0) / gb
+    n_segments = len(r.get("segments", []))
+    pieces = f" ({n_segments} segments)" if n_segments > 1 else ""
     rows = [
-        ("wall time", f"{r['wall_s'] / 60:.1f} min", "images: build first; then ~15 min / 300 on 12"),
+        ("wall time", f"{r['wall_s'] / 60:.1f} min{pieces}", "images: build first; then ~15 min / 300 on 12"),
         ("CPU-seconds per task (cold)", f"{r['cpu_s_per_task']:.0f}", "—"),
         ("worker-seconds per task", f"{r['wall_s'] * r['workers'] / len(r['tasks']):.0f} (cold)",
          f"{sb['warm_worker_s_per_task']:.0f} (warm, images built)"),
