@@ -176,7 +176,8 @@ def main() -> None:
     if a.report_only or a.resume:
         if not segments:
             raise SystemExit(f"{home} holds no segments.json: no run of this script to continue")
-        tasks = [json.loads(line) for line in (home / "tasks.jsonl").open(encoding="utf-8")]
+        lines = (home / "tasks.jsonl").read_text(encoding="utf-8").splitlines()
+        tasks = [json.loads(line) for line in lines if line.strip()]
     else:
         tasks = subset(a.dataset, repos, a.per_repo, set(a.ids))
         if not tasks:
