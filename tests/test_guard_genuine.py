@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -228,3 +229,62 @@ def test_a_forwarder_is_told_from_code_that_does_more(tmp_path: Path) -> None:
             python,
             run.stderr[-500:],
         )
+
+
+def test_a_wraps_set_later_is_followed_through_what_the_wrapper_holds() -> None:
+    """matplotlib's image_comparison: functools.wraps(test) over contextlib's decorator over a
+    wrapper of its own. The outer __wrapped__ names the test, the closure holds the wrapper;
+    the chain is followed through the wrapper and must reach the test it named."""
+    import contextlib
+    import functools
+
+    from swebounty.pytest_guard import genuine
+
+    @contextlib.contextmanager
+    def style() -> Iterator[None]:
+        yield
+
+    def image_like(func: Callable[..., object]) -> Callable[..., object]:
+        @functools.wraps(func)
+        @style()
+        @functools.wraps(func)
+        def wrapper(*args: object, **kwargs: object) -> object:
+            return func(*args, **kwargs)
+
+        return wrapper
+
+    def test() -> None:
+        raise AssertionError
+
+    def noop(*args: object, **kwargs: object) -> None:
+        return None
+
+    def forwarder_to(g: Callable[..., object]) -> Callable[..., object]:
+        def forward(*args: object, **kwargs: object) -> object:
+            return g(*args, **kwargs)
+
+        return forward
+
+    wrapper = next(
+        c for c in image_like.__code__.co_consts if getattr(c, "co_name", "") == "wrapper"
+    )
+    trusted = {test.__code__, noop.__code__, wrapper}  # the base file's own code
+
+    def is_genuine(f: Callable[..., object]) -> bool:  # and contextlib's
+        code = getattr(f, "__code__", None)
+        return code is not None and (code in trusted or code.co_filename == contextlib.__file__)
+
+    honest = image_like(test)
+    assert genuine.unwrap(honest, is_genuine) is None
+
+    # contextlib's decorator around a no-op, named the test by a later wraps
+    assert "does not hold the __wrapped__" in genuine.unwrap(
+        functools.wraps(test)(style()(noop)), is_genuine
+    )
+    # ... around a forwarder to a genuine no-op that names the test and claims the no-op's line:
+    # followed (its names lead to the test), but the chain it runs never reaches the test
+    forward = forwarder_to(noop)
+    forward.__code__ = forward.__code__.replace(co_firstlineno=noop.__code__.co_firstlineno)
+    forward.__wrapped__ = test  # type: ignore[attr-defined]
+    why = genuine.unwrap(functools.wraps(test)(style()(forward)), is_genuine)
+    assert why is not None and "whose __wrapped__ is not what it runs" in why

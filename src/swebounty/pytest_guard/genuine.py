@@ -21,7 +21,10 @@ functools.wraps): unwrap() accepts one only when every link from it to the test 
 - a wrapper is genuine code of a trusted file (the environment, a base file) that holds the
   function it wraps in its closure: `__wrapped__` is believed only when it is a cell's
   contents, never for its name; Hypothesis's `.hypothesis.inner_test` only on the forwarder
-  its closure holds, an earlier link of the chain (before 2019: the closure's `test`);
+  its closure holds, an earlier link of the chain (before 2019: the closure's `test`); a
+  `__wrapped__` a later functools.wraps set (matplotlib's image_comparison, around
+  contextlib's decorator) leads through the one held function whose names lead to it, and the
+  proven chain must then reach the function it named;
 - or it only forwards its arguments to the one function its closure holds (Hypothesis's
   signature-copying wrapper, compiled from a string): its bytecode is read, instruction by
   instruction. Such a forwarder takes its test's file and line as its own; that claim must be
@@ -182,10 +185,20 @@ class Genuine:
                 rewrite(tree, source, real, self.config)  # pytest 5 and later
             except TypeError:
                 tree = ast.parse(source)
-                rewrite(tree, real, self.config)  # pytest 3 and 4
+                rewrite(tree, _ModulePath(real), self.config)  # pytest 3 and 4
             return compile(tree, real, "exec", dont_inherit=True)
         except Exception:
             return None
+
+
+class _ModulePath(str):
+    """The module path pytest 3 and 4 give their rewriter: a py.path.local, whose `strpath`
+    4.1-4.6 write into the rewritten code (a warning's file name). The path's own text, with
+    no code of the `py` package run (the workspace's sys.modules could hold any `py`)."""
+
+    @property
+    def strpath(self):
+        return str(self)
 
 
 def _index(top):
@@ -225,12 +238,12 @@ def unwrap(func, is_genuine):
     clause: "is not the code of FILE"), or None.
     `is_genuine(f)`: whether f is genuine code of a trusted file (Genuine.check, for the
     caller's files). A function that is genuine and wraps nothing is the test itself."""
-    chain, forwarders = [func], []
+    chain, forwarders, promised = [func], [], []
     while True:
         if len(chain) > _MAX_LINKS:
             return "has more than %d wrappers" % _MAX_LINKS
         if is_genuine(func):
-            inner, why = _wrapped(func, chain, bool(forwarders))
+            inner, why = _wrapped(func, chain, bool(forwarders), promised)
             if why:
                 return why
         elif forwards(func):
@@ -246,6 +259,9 @@ def unwrap(func, is_genuine):
             return "has wrappers that wrap one another"
         chain.append(inner)
         func = inner
+    for wrapper, named in promised:
+        if not _among(named, chain):
+            return "has a wrapper from %s whose __wrapped__ is not what it runs" % _where(wrapper)
     for at in forwarders:
         code = chain[at].__code__
         claim = (code.co_filename, code.co_firstlineno)
@@ -257,8 +273,12 @@ def unwrap(func, is_genuine):
     return None
 
 
-def _wrapped(func, chain, forwarded):
-    """(what genuine `func` wraps, or None; why that cannot be believed, or None)."""
+def _wrapped(func, chain, forwarded, promised):
+    """(what genuine `func` wraps, or None; why that cannot be believed, or None).
+    A wrapper whose __wrapped__ was set by a later functools.wraps (matplotlib's
+    image_comparison puts one around contextlib's decorator, which holds the inner wrapper)
+    is followed through the one function it holds whose own __wrapped__ names lead there;
+    (func, named) goes to `promised`: the proven chain must reach `named`."""
     held = _closure_functions(func)
     inner = attributes(func).get("__wrapped__")
     if inner is None:
@@ -277,11 +297,27 @@ def _wrapped(func, chain, forwarded):
             cell = func.__closure__[func.__code__.co_freevars.index("test")]
             return _contents(cell), None
         return None, None
-    if not _among(inner, held):
+    if _among(inner, held):
+        return inner, None
+    via = [h for h in held if not _among(h, chain) and _names_on_the_way(h, inner)]
+    if len(via) != 1:
         return None, "has a wrapper from %s that does not hold the __wrapped__ it names" % _where(
             func
         )
-    return inner, None
+    promised.append((func, inner))
+    return via[0], None
+
+
+def _names_on_the_way(func, target):
+    """Whether following `func`'s __wrapped__ names reaches `target` (names only: which
+    function to follow; every link is proven on its own as the chain goes on)."""
+    for _ in range(_MAX_LINKS):
+        func = attributes(func).get("__wrapped__")
+        if func is None:
+            return False
+        if func is target:
+            return True
+    return False
 
 
 def forwards(func):
