@@ -51,9 +51,10 @@ class TestCalls:
 
     __test__ = False  # not a test class, whatever collects it
 
-    def __init__(self, guard, genuine):
+    def __init__(self, guard, genuine, fixtures):
         self.guard = guard  # its _code_ok, genuine, config and session
         self.genuine = genuine  # the module
+        self.fixtures = fixtures.Fixtures(self)  # what the test function is called with
         self.doubted = 0  # passes not believed
         self.reached = {}  # nodeid -> (item, why its test function is not believed, or None)
         self.function = self.runtest = None  # pytest's Function class and runtest (snapshot)
@@ -69,13 +70,14 @@ class TestCalls:
         import _pytest.python
 
         self.guard.genuine.remember_class(TestCalls)  # its own hook, as the guard's are
+        self.fixtures.snapshot()
         self.function = _pytest.python.Function
         self.runtest = vars(self.function).get("runtest")
 
     @pytest.hookimpl(hookwrapper=True, tryfirst=True)
     def pytest_pyfunc_call(self, pyfuncitem):
         try:
-            why = self._function_problem(pyfuncitem)
+            why = self._function_problem(pyfuncitem) or self.fixtures.problem(pyfuncitem)
         except Exception as exc:  # a descriptor of the submission's, say
             why = "its test function could not be read (%s)" % type(exc).__name__
         self.reached[pyfuncitem.nodeid] = (pyfuncitem, why)
