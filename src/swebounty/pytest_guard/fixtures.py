@@ -57,7 +57,8 @@ class Fixtures:
         self.defined = {}  # id -> (definition, its function when first seen)
         self.made = {}  # id -> (definition, the cached_result its setup left)
         self.infos = {}  # id -> (fixture information, {name: its definitions})
-        self.items = {}  # id -> (item, function, callspec, params, {name: param}, fixture info)
+        self.items = {}  # id -> (item, function, callspec, params, {name: param}, indices, info)
+        self._seen = {}  # id -> (definition, ids of what it held, those objects, why)
 
     def snapshot(self):
         import _pytest.fixtures
@@ -169,9 +170,8 @@ class Fixtures:
 
     def _fixture(self, name, fd, static, key, value):
         what = "its fixture %s" % name
-        why = self.calls._unless_same(fd, self.calls._holds, fd, ("func", "cached_result"))
-        if why:
-            return "%s %s" % (what, why)
+        if not self.calls._class_ok(type(fd)):
+            return "%s is a %s, whose code is not genuine" % (what, type(fd).__name__)
         entry = self.defined.get(id(fd))
         own = self.genuine.attributes(fd)
         collected = static.get(name)
@@ -182,14 +182,9 @@ class Fixtures:
             or (collected is not None and not any(fd is d for d in collected))
         ):
             return "%s is not a definition collected for it" % what
-        func = self.genuine.function_of(own.get("func"))
-        if func is None:
-            return "%s is not Python code" % what
-        why = self.genuine.unwrap(func, self.calls.guard._code_ok)
+        why = self._unless_same(fd, own, entry[1])
         if why:
-            return "%s %s" % (what, why)
-        if not _reaches(func, self.genuine.function_of(entry[1])):
-            return "%s's function is not the one collected for it" % what
+            return "%s%s" % (what, why)
         made = self.made.get(id(fd))
         cached = own.get("cached_result")
         if made is None or made[0] is not fd or made[1] is not cached or type(cached) is not tuple:
@@ -198,6 +193,33 @@ class Fixtures:
             return "the value of %s is not what its fixture's function made" % what
         if not _same_key(cached[1], *key):
             return "%s was set up for another parameter" % what
+        return None
+
+    def _unless_same(self, fd, own, collected):
+        """Why a definition's code is not believed (what it holds, its function), or None:
+        judged again only when something it holds (but its cached value) or its function's
+        chain of wrappers changed (a function-scoped fixture's cache changes at every test)."""
+        func = self.genuine.function_of(own.get("func"))
+        held = [v for k, v in own.items() if k != "cached_result"]
+        chain = _chain(func) if func is not None else []
+        held += chain + [x for f in chain for x in _reads(f, self.genuine.attributes)]
+        ids = tuple(map(id, held)) + tuple(own)  # the objects are kept: no id is reused
+        seen = self._seen.get(id(fd))
+        if seen is None or seen[0] is not fd or seen[1] != ids:
+            seen = self._seen[id(fd)] = (fd, ids, held, self._judge(fd, func, collected))
+        return seen[3]
+
+    def _judge(self, fd, func, collected):
+        why = self.calls._holds(fd, ("func", "cached_result"))
+        if why:
+            return " " + why
+        if func is None:
+            return " is not Python code"
+        why = self.genuine.unwrap(func, self.calls.guard._code_ok)
+        if why:
+            return " " + why
+        if not _reaches(func, self.genuine.function_of(collected)):
+            return "'s function is not the one collected for it"
         return None
 
 
@@ -222,11 +244,14 @@ def _reaches(func, target):
     """Whether `func` is `target` or holds it, through its wrappers' closures."""
     if func is None or target is None:
         return func is target
+    return any(f is target for f in _chain(func))
+
+
+def _chain(func):
+    """`func` and the functions its closures hold, and theirs (at most _MAX_LINKS)."""
     todo, seen = [func], []
     while todo and len(seen) < _MAX_LINKS:
         f = todo.pop()
-        if f is target:
-            return True
         if any(f is s for s in seen):
             continue
         seen.append(f)
@@ -234,4 +259,16 @@ def _reaches(func, target):
             with contextlib.suppress(ValueError):  # an empty cell
                 if isinstance(cell.cell_contents, types.FunctionType):
                     todo.append(cell.cell_contents)
-    return False
+    return seen
+
+
+def _reads(func, attributes):
+    """What genuine.unwrap reads of a function: its code, defaults, globals, closure, and
+    the attributes it follows."""
+    own = attributes(func)
+    cells = []
+    for cell in func.__closure__ or ():
+        with contextlib.suppress(ValueError):
+            cells.append(cell.cell_contents)
+    return [func.__code__, func.__defaults__, func.__kwdefaults__, func.__globals__,
+            own.get("__wrapped__"), own.get("hypothesis"), *cells]  # fmt: skip
