@@ -22,8 +22,11 @@ Items that are not pytest `Function`s (doctests, a plugin's non-Python items) an
 subclasses whose runtest does not call the hook (unittest.TestCase items) are judged by the
 first two rules only.
 
+What the test function was given (its fixtures and parameters), and that it is the one
+collected for its item (not another genuine test's), fixtures.py judges as the hook starts.
+
 What this cannot prove: that a test function is the one its module put under that name
-(another genuine test's code passes as well), nor what ran between the checks (an object
+(one swapped before collection finished), nor what ran between the checks (an object
 changed and put back during the call), nor that an item's class is the one pytest made it
 with when other means than its collector's methods (a thread) changed it during collection:
 a genuine class of another kind of item, a doctest's, passes as well.
