@@ -44,6 +44,7 @@ FILES = (
     "timelimit.py",
     "hypothesis_profile.py",
     "testcalls.py",
+    "fixtures.py",
 )
 RUNNER_PYC = "run_pytest.pyc"
 # Argv: the temporary directory to write, the final one (the code's file names), the tag.

@@ -40,6 +40,7 @@ junitfile = _load_sibling("junitfile")
 timelimit = _load_sibling("timelimit")
 hypothesis_profile = _load_sibling("hypothesis_profile")
 testcalls = _load_sibling("testcalls")
+fixtures = _load_sibling("fixtures")
 
 _MAX_PROBLEMS = 50
 _watched, _describe, _member = machinery.watched, machinery.describe, machinery.member
@@ -64,7 +65,8 @@ class Guard:
         self.limit = timelimit.TimeLimit(config.get("test_limit_s"))  # a plugin of its own
         # Another: Hypothesis tests run without deadlines, speed checks or randomness.
         self.hypothesis = hypothesis_profile.StableHypothesis(config["workspace"])
-        self.calls = testcalls.TestCalls(self, genuine)  # and one that judges each test's call
+        # and one that judges each test's call, with one of its own for the test's fixtures
+        self.calls = testcalls.TestCalls(self, genuine, fixtures)
         workspace = config["workspace"]
         infra = (config.get("infra") or {}).get("files") or {}
         self.genuine = genuine.Genuine(

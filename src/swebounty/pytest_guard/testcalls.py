@@ -22,8 +22,11 @@ Items that are not pytest `Function`s (doctests, a plugin's non-Python items) an
 subclasses whose runtest does not call the hook (unittest.TestCase items) are judged by the
 first two rules only.
 
+What the test function was given (its fixtures and parameters), and that it is the one
+collected for its item (not another genuine test's), fixtures.py judges as the hook starts.
+
 What this cannot prove: that a test function is the one its module put under that name
-(another genuine test's code passes as well), nor what ran between the checks (an object
+(one swapped before collection finished), nor what ran between the checks (an object
 changed and put back during the call), nor that an item's class is the one pytest made it
 with when other means than its collector's methods (a thread) changed it during collection:
 a genuine class of another kind of item, a doctest's, passes as well.
@@ -51,9 +54,10 @@ class TestCalls:
 
     __test__ = False  # not a test class, whatever collects it
 
-    def __init__(self, guard, genuine):
+    def __init__(self, guard, genuine, fixtures):
         self.guard = guard  # its _code_ok, genuine, config and session
         self.genuine = genuine  # the module
+        self.fixtures = fixtures.Fixtures(self)  # what the test function is called with
         self.doubted = 0  # passes not believed
         self.reached = {}  # nodeid -> (item, why its test function is not believed, or None)
         self.function = self.runtest = None  # pytest's Function class and runtest (snapshot)
@@ -69,13 +73,14 @@ class TestCalls:
         import _pytest.python
 
         self.guard.genuine.remember_class(TestCalls)  # its own hook, as the guard's are
+        self.fixtures.snapshot()
         self.function = _pytest.python.Function
         self.runtest = vars(self.function).get("runtest")
 
     @pytest.hookimpl(hookwrapper=True, tryfirst=True)
     def pytest_pyfunc_call(self, pyfuncitem):
         try:
-            why = self._function_problem(pyfuncitem)
+            why = self._function_problem(pyfuncitem) or self.fixtures.problem(pyfuncitem)
         except Exception as exc:  # a descriptor of the submission's, say
             why = "its test function could not be read (%s)" % type(exc).__name__
         self.reached[pyfuncitem.nodeid] = (pyfuncitem, why)
