@@ -166,6 +166,20 @@ def environments(cache: Path) -> dict[str, Any]:
     }
 
 
+def per_repo(tasks: list[dict[str, Any]], report: dict[str, Any]) -> dict[str, dict[str, int]]:
+    """Per repository: its tasks, and how many were resolved, unresolved, error or not yet
+    given a verdict (a run stopped part-way)."""
+    status = {i: s for s in ("resolved", "unresolved", "error") for i in report.get(f"{s}_ids", [])}
+    table: dict[str, dict[str, int]] = {}
+    for t in tasks:
+        row = table.setdefault(
+            t["repo"], {"tasks": 0, "resolved": 0, "unresolved": 0, "error": 0, "not run": 0}
+        )
+        row["tasks"] += 1
+        row[status.get(t["instance_id"], "not run")] += 1
+    return table
+
+
 def main() -> None:
     a = args()
     repos = {r.strip() for r in a.repos.split(",") if r.strip()}
@@ -238,6 +252,7 @@ def main() -> None:
         "resolved": report.get("resolved_instances"),
         "evaluated": report.get("total_instances"),
         "misses": report.get("misses", []),
+        "per_repo": per_repo(tasks, report),
         "disk": disk,
         **envs,
         "swe_bench": {
@@ -282,6 +297,14 @@ def show(r: dict[str, Any]) -> None:
     for row in rows:
         t.add_row(*row)
     out.print(t)
+    repos = Table(title="per repository")
+    for col in ("repository", "tasks", "resolved", "unresolved", "error", "not run"):
+        repos.add_column(col, justify="left" if col == "repository" else "right")
+    for repo, row in sorted(r.get("per_repo", {}).items(), key=lambda kv: -kv[1]["tasks"]):
+        repos.add_row(
+            repo, *(str(row[k]) for k in ("tasks", "resolved", "unresolved", "error", "not run"))
+        )
+    out.print(repos)
     if r["misses"]:
         m = Table(title="not resolved, by class")
         m.add_column("class")

@@ -28,7 +28,8 @@ home = Path(sys.argv[sys.argv.index("--home") + 1])
 (home / "calls").open("a").write(" ".join(sys.argv[1:]) + "\\n")
 if (home / "finish").exists():
     (home / "runs" / "cold").mkdir(parents=True, exist_ok=True)
-    report = {"resolved_instances": 1, "total_instances": 1, "misses": []}
+    report = {"resolved_instances": 1, "total_instances": 1, "misses": [],
+              "resolved_ids": ["o__r-1"]}
     (home / "runs" / "cold" / "report.json").write_text(json.dumps(report))
     sys.exit(0)
 def stop(signum, frame):
@@ -124,6 +125,7 @@ def test_resume_continues_in_the_home_and_sums_the_segments(
     first = json.loads(out.read_text())
     assert [s["stopped"] for s in first["segments"]] == [True]
     assert first["resolved"] is None  # no report yet: the run did not finish
+    assert first["per_repo"]["o/r"]["not run"] == 1
 
     monkeypatch.setattr(sys, "argv", [*base, "--resume"])
     (home / "finish").write_text("")
@@ -136,6 +138,9 @@ def test_resume_continues_in_the_home_and_sums_the_segments(
     assert result["exit_code"] == 0
     assert (result["resolved"], result["evaluated"]) == (1, 1)
     assert result["tasks"] == [TASK["instance_id"]]
+    assert result["per_repo"] == {
+        "o/r": {"tasks": 1, "resolved": 1, "unresolved": 0, "error": 0, "not run": 0}
+    }
     calls = (home / "calls").read_text().splitlines()
     assert len(calls) == 2 and calls[0] == calls[1]  # the same run, same id, same tasks file
     assert "--run-id cold" in calls[0]
