@@ -129,6 +129,13 @@ def test_a_build_output_that_is_a_link_stays_out_of_the_natives_cache(tmp_path: 
     assert (
         not (task / "cext" / "_evil.so").exists() and not (task / "cext" / "_version.py").exists()
     )
+    # A cache moved elsewhere (a home renamed) still places its builds, from where it is now.
+    (tmp_path / "cache").rename(tmp_path / "moved")
+    moved = built(CacheLayout(tmp_path / "moved"), env_key="e", workspace=ws, version_env={})
+    assert moved is not None and moved.store.is_relative_to(tmp_path / "moved")
+    again = git_repo(tmp_path / "again", FILES)
+    place(moved, again, [])
+    assert (again / "cext" / "_fast.so").read_bytes() == b"\x7fELF built"
 
 
 @pytest.fixture(scope="module")

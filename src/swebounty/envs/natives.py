@@ -174,9 +174,13 @@ def _ready(home: Path) -> NativeBuild | None:
     if data is None:
         return None
     try:
-        return NativeBuild.model_validate(data)
+        build = NativeBuild.model_validate(data)
     except ValueError:
         return None
+    # The tree is where the record is now: a cache that was moved (a renamed home) keeps
+    # working, and a record never names a folder outside its own.
+    build.store = home / "tree"
+    return build
 
 
 def _build(
