@@ -134,7 +134,7 @@ WHY = {
     "constant": "it reads EXPECTED of {WS}/tests/test_x.py, changed after it was imported",
     "helper_rebound": "it reads _two of {WS}/tests/test_x.py, changed after it was imported",
     "builtin_shadowed": "it reads min of {WS}/tests/test_x.py, changed after it was imported",
-    "builtin_replaced": "it reads the builtin abs, changed after the guard started",
+    "builtin_replaced": "it reads the builtin abs, changed after the session started",
     "conftest_global": "it reads TWO of {WS}/tests/conftest.py, changed after it was imported",
 }
 
