@@ -107,6 +107,10 @@ def test_builtin_replaced():
 
 def test_conftest_global(two):
     assert f() == two
+
+
+def test_imported():
+    assert f() == 2
 """
 TAMPER = {
     "default": "_function('test_default').__defaults__ = (1,)",
@@ -119,6 +123,7 @@ TAMPER = {
     "builtin_shadowed": "_module().min = lambda *a: 2",
     "builtin_replaced": "builtins.abs = lambda x: 2",
     "conftest_global": "_function('two').__globals__['TWO'] = 1",
+    "imported": "_module().f = lambda: 2",  # what `from pkg import f` bound
 }
 MODULE = "\n\ndef _module():\n    return sys.modules[_function('test_ok').__module__]\n"
 NOT_BELIEVED = "a pass of tests/test_x.py::test_{} was not believed: "
@@ -136,6 +141,7 @@ WHY = {
     "builtin_shadowed": "it reads min of {WS}/tests/test_x.py, changed after it was imported",
     "builtin_replaced": "it reads the builtin abs, changed after the session started",
     "conftest_global": "it reads TWO of {WS}/tests/conftest.py, changed after it was imported",
+    "imported": "it reads f of {WS}/tests/test_x.py, changed after it was imported",
 }
 
 
@@ -162,7 +168,10 @@ def test_a_pass_through_what_the_test_reads_is_not_believed(tmp_path: Path, atta
     code = MODULE + "\n\ndef _tamper():\n    " + TAMPER[attack] + "\n"
     statuses, problems = _run(tmp_path, code, VICTIMS)
     assert statuses["tests/test_x.py::test_" + attack] == "passed"  # forged, and flagged:
-    assert NOT_BELIEVED.format(attack) + WHY[attack] in problems, problems
+    # f rebound makes every later test pass: the first five are named, test_ok (whose call
+    # rebound it) first
+    victim = "ok" if attack == "imported" else attack
+    assert NOT_BELIEVED.format(victim) + WHY[attack] in problems, problems
 
 
 # Honest tests that change the globals they read, as test suites do.

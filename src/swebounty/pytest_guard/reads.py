@@ -41,6 +41,7 @@ _MISSING = object()
 _OPNAME = tuple(opcode.opname)
 _EXTENDED_ARG = opcode.opmap["EXTENDED_ARG"]
 _STORES = frozenset(("STORE_GLOBAL", "DELETE_GLOBAL", "STORE_ATTR", "DELETE_ATTR"))
+_QUIET = frozenset(("CACHE", "EXTENDED_ARG", "NOP"))
 _MAX_FUNCTIONS = 64  # functions whose names one test reads (helpers, transitively)
 _MAX_LINKS = 16
 
@@ -227,15 +228,21 @@ class Reads:
 
 
 def _stored_by(code):
-    """The global and attribute names `code` stores or deletes, and its strings' names."""
-    found = set()
+    """The global and attribute names `code` stores or deletes, and its strings' names (but
+    an import's list of names: `from pkg import f` does not store f later)."""
+    found, fromlists, last = set(), set(), None
     ops, extended = code.co_code, 0
     for i in range(0, len(ops) - 1, 2):
         op, arg = ops[i], ops[i + 1] | extended
         extended = arg << 8 if op == _EXTENDED_ARG else 0
-        if not extended and _OPNAME[op] in _STORES and arg < len(code.co_names):
+        name = _OPNAME[op] if not extended else "EXTENDED_ARG"
+        if name in _STORES and arg < len(code.co_names):
             found.add(code.co_names[arg])
-    stack = list(code.co_consts)
+        elif name == "IMPORT_NAME" and last is not None:
+            fromlists.add(last)
+        if name not in _QUIET:
+            last = arg if name == "LOAD_CONST" else None
+    stack = [c for i, c in enumerate(code.co_consts) if i not in fromlists]
     while stack:
         const = stack.pop()
         if type(const) is str:
