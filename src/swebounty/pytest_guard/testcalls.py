@@ -64,6 +64,7 @@ class TestCalls:
         self.reached = {}  # nodeid -> (item, why its test function is not believed, or None)
         self.function = self.runtest = None  # pytest's Function class and runtest (snapshot)
         self.items = {}  # nodeid -> item, from the session's list
+        self._counted = -1  # how many items the session's list had then
         self.classes = {}  # id -> (item, its class when collection finished)
         self._classes = {}  # id -> (class, its members, their ids, whether all are genuine)
         self._now = {}  # id -> (class, whether genuine), during one judgement
@@ -189,12 +190,14 @@ class TestCalls:
 
     def _item(self, nodeid):
         items = self.genuine.attributes(self.guard.session).get("items")
-        items = list(items) if type(items) is list else []
-        if nodeid not in self.items or len(items) != len(self.items):
-            self.items = {}
-            for item in items:
+        count = len(items) if type(items) is list else 0
+        found = self.items.get(nodeid)
+        if found is None or count != self._counted:  # built once, not at every test
+            self.items, self._counted = {}, count
+            for item in list(items) if count else []:
                 self.items.setdefault(self._nodeid(item), item)
-        return self.items.get(nodeid)
+            found = self.items.get(nodeid)
+        return found
 
     def _modules(self):
         """genuine's modules (sys.modules, pytest's plugins, the test module pytest loaded),
