@@ -45,6 +45,7 @@ FILES = (
     "hypothesis_profile.py",
     "testcalls.py",
     "fixtures.py",
+    "reads.py",
 )
 RUNNER_PYC = "run_pytest.pyc"
 # Argv: the temporary directory to write, the final one (the code's file names), the tag.

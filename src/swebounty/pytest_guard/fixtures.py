@@ -100,7 +100,9 @@ class Fixtures:
     def _define(self, defs):
         for fd in defs if type(defs) in (list, tuple) else ():
             if id(fd) not in self.defined and issubclass(type(fd), self.fixturedef):
-                self.defined[id(fd)] = (fd, self.genuine.attributes(fd).get("func"))
+                func = self.genuine.attributes(fd).get("func")
+                self.defined[id(fd)] = (fd, func)
+                self.calls.reads.remember(self.genuine.function_of(func))
 
     def _record(self, item):
         own = self.genuine.attributes(item)
@@ -119,7 +121,18 @@ class Fixtures:
         indices = self.calls._read(callspec, "indices") if callspec is not None else None
         indices = dict(indices) if type(indices) is dict else {}
         func = self.genuine.function_of(own["_obj"]) if "_obj" in own else None
+        self.calls.reads.remember(func)  # if pytest_pycollect_makeitem did not see it
         self.items[id(item)] = (item, func, callspec, params, pairs, indices, info)
+
+    def readers(self, item):
+        """The test function and its fixtures' functions, as collected for `item`."""
+        record = self.items.get(id(item))
+        if record is None or record[0] is not item:
+            return []
+        static = self.infos.get(id(record[6]), (None, {}))[1]
+        funcs = [record[1]] + [self.defined.get(id(fd), (None, None))[1]
+                               for defs in static.values() for fd in defs]  # fmt: skip
+        return [f for f in map(self.genuine.function_of, funcs) if f is not None]
 
     def _manager(self):
         return self.genuine.attributes(self.calls.guard.session).get("_fixturemanager")
@@ -138,6 +151,9 @@ class Fixtures:
         now = self.genuine.function_of(own.get("_obj"))
         if func is not None and not _reaches(now, func):
             return "its test function is not the one collected for it"
+        why = self.calls.reads.changed(now)
+        if why:
+            return "its test function's %s changed after it was collected" % why
         now_params = self.calls._read(callspec, "params") if callspec is not None else None
         if own.get("callspec") is not callspec or now_params is not params:
             return "its parameters are not the ones collected for it"
@@ -185,6 +201,9 @@ class Fixtures:
         why = self._unless_same(fd, own, entry[1])
         if why:
             return "%s%s" % (what, why)
+        why = self.calls.reads.changed(self.genuine.function_of(own.get("func")))
+        if why:
+            return "%s's function's %s changed after it was collected" % (what, why)
         made = self.made.get(id(fd))
         cached = own.get("cached_result")
         if made is None or made[0] is not fd or made[1] is not cached or type(cached) is not tuple:

@@ -145,6 +145,10 @@ class Genuine:
         path = getattr(module, "__file__", None)
         return bool(path) and realpath(path) == real
 
+    def codes(self, real):
+        """Every code object of the file at `real`, nested ones too (compiled once)."""
+        return [c for found in self._codes(real).values() for c in found]
+
     def _source(self, real):
         if real in self.pinned:
             return bytes.fromhex(self.pinned[real])

@@ -53,8 +53,9 @@ def main():
             sys.path.remove(p)
     guard_module = _load("unittest_guard")
     guard = guard_module.UnittestGuard(
-        channel, config, restored, _load("genuine"), _load("machinery"), _load("hypothesis_profile")
-    )
+        channel, config, restored, _load("genuine"), _load("machinery"),
+        _load("hypothesis_profile"), _load("reads"),
+    )  # fmt: skip
     guard.install()
     site.main()  # .pth files and sitecustomize, as `python` runs them at start
     common._keep_site_for_children()

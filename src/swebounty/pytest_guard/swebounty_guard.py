@@ -6,9 +6,9 @@ Loaded by run_pytest.py before any code of the workspace is imported. It records
 - its own record of every test report, made before any other plugin sees the report.
 At the end of the session it checks that the machinery is the one it started with, that no
 hook implementation, trace function or import hook comes from a file the submission changed
-(and that code claiming a trusted file really is that file's: genuine.py),
-reads the JUnit XML pytest has just written (not whatever the file holds later), and sends
-all of it through the harness's channel, authenticated with the key only this process holds.
+(and that code claiming a trusted file really is that file's: genuine.py), reads the JUnit
+XML pytest has just written (not whatever the file holds later), and sends all of it
+through the harness's channel, authenticated with the key only this process holds.
 Whatever it finds wrong is a "problem": the harness flags the attempt and never resolves it.
 
 Python 3.6+ and any pytest from 4.6 on; standard library only.
@@ -65,8 +65,7 @@ class Guard:
         self.limit = timelimit.TimeLimit(config.get("test_limit_s"))  # a plugin of its own
         # Another: Hypothesis tests run without deadlines, speed checks or randomness.
         self.hypothesis = hypothesis_profile.StableHypothesis(config["workspace"])
-        # and one that judges each test's call, with one of its own for the test's fixtures
-        self.calls = testcalls.TestCalls(self, genuine, fixtures)
+        self.calls = testcalls.TestCalls(self, genuine, fixtures, _load_sibling("reads"))
         workspace = config["workspace"]
         infra = (config.get("infra") or {}).get("files") or {}
         self.genuine = genuine.Genuine(
@@ -249,6 +248,7 @@ class Guard:
         self._check_hooks()
         self._check_tracers()
         self._check_import_hooks()
+        self.calls.unfinished()  # passes whose teardown never ended
 
     def _machinery_origin(self, path):
         """pytest's own code comes from the environment, unless the project is pytest (or

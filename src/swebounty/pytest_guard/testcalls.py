@@ -37,6 +37,7 @@ which its class's property builds).
 """
 
 import contextlib
+import os
 import sys
 import types
 from itertools import chain
@@ -54,14 +55,16 @@ class TestCalls:
 
     __test__ = False  # not a test class, whatever collects it
 
-    def __init__(self, guard, genuine, fixtures):
+    def __init__(self, guard, genuine, fixtures, reads):
         self.guard = guard  # its _code_ok, genuine, config and session
         self.genuine = genuine  # the module
         self.fixtures = fixtures.Fixtures(self)  # what the test function is called with
+        self.reads = reads.Reads()  # what it reads besides: defaults, globals
         self.doubted = 0  # passes not believed
         self.reached = {}  # nodeid -> (item, why its test function is not believed, or None)
         self.function = self.runtest = None  # pytest's Function class and runtest (snapshot)
         self.items = {}  # nodeid -> item, from the session's list
+        self._counted = -1  # how many items the session's list had then
         self.classes = {}  # id -> (item, its class when collection finished)
         self._classes = {}  # id -> (class, its members, their ids, whether all are genuine)
         self._now = {}  # id -> (class, whether genuine), during one judgement
@@ -81,14 +84,42 @@ class TestCalls:
     def pytest_pyfunc_call(self, pyfuncitem):
         try:
             why = self._function_problem(pyfuncitem) or self.fixtures.problem(pyfuncitem)
+            why = why or self.reads.look(pyfuncitem.nodeid)
         except Exception as exc:  # a descriptor of the submission's, say
             why = "its test function could not be read (%s)" % type(exc).__name__
         self.reached[pyfuncitem.nodeid] = (pyfuncitem, why)
         yield
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_load_initial_conftests(self):
+        self.reads.snapshot_builtins()  # before any conftest.py runs
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_plugin_registered(self, plugin):
+        space = self.genuine.namespace(plugin)  # a conftest.py, a module `pytest_plugins` names
+        with contextlib.suppress(Exception):
+            self._track(space)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logstart(self, nodeid):
+        with contextlib.suppress(Exception):
+            item = self._item(nodeid)
+            if item is not None:
+                self.reads.start(nodeid, self.fixtures.readers(item))
+
     @pytest.hookimpl(hookwrapper=True, tryfirst=True)
     def pytest_pycollect_makeitem(self, collector, name, obj):
-        yield
+        outcome = yield
+        with contextlib.suppress(Exception):  # the test function as it is made an item
+            func = self.genuine.function_of(obj) if outcome.get_result() else None
+            if isinstance(func, types.FunctionType):
+                self.reads.remember(func)
+                node = collector
+                while node is not None and not isinstance(
+                    self._read(node, "_obj"), types.ModuleType
+                ):
+                    node = self._read(node, "parent")
+                self._track(self.genuine.namespace(self._read(node, "_obj")))
         # What made the items: a collector's method of its own could have changed them.
         try:
             self._now = {}
@@ -113,9 +144,18 @@ class TestCalls:
         nodeid = report.nodeid
         if report.when == "setup":  # a test (or its rerun) starts: its call is yet to come
             self.reached.pop(nodeid, None)
+        if report.when == "teardown":  # what its pass read, changed and not undone
+            return self._doubt(nodeid, self.reads.end(nodeid, self.guard.genuine.codes))
         if report.when != "call" or report.outcome != "passed":
             return None
-        why = self.judge(nodeid)
+        return self._doubt(nodeid, self.judge(nodeid))
+
+    def unfinished(self):
+        """The guard's problems for tests whose teardown never ended (the session stopped)."""
+        for nodeid, why in self.reads.unfinished(self.guard.genuine.codes):
+            self.guard._problem(self._doubt(nodeid, why))
+
+    def _doubt(self, nodeid, why):
         if not why:
             return None
         self.doubted += 1
@@ -146,16 +186,18 @@ class TestCalls:
             return None
         if getattr(runtest, "__func__", runtest) is self.runtest and reached is None:
             return "its test function was not called through pytest's pytest_pyfunc_call"
-        return reached[1] if reached else None
+        return (reached[1] or self.reads.look(nodeid, passed=True)) if reached else None
 
     def _item(self, nodeid):
         items = self.genuine.attributes(self.guard.session).get("items")
-        items = list(items) if type(items) is list else []
-        if nodeid not in self.items or len(items) != len(self.items):
-            self.items = {}
-            for item in items:
+        count = len(items) if type(items) is list else 0
+        found = self.items.get(nodeid)
+        if found is None or count != self._counted:  # built once, not at every test
+            self.items, self._counted = {}, count
+            for item in list(items) if count else []:
                 self.items.setdefault(self._nodeid(item), item)
-        return self.items.get(nodeid)
+            found = self.items.get(nodeid)
+        return found
 
     def _modules(self):
         """genuine's modules (sys.modules, pytest's plugins, the test module pytest loaded),
@@ -171,6 +213,14 @@ class TestCalls:
 
     def _manager(self):
         return self.genuine.attributes(self.guard.config).get("pluginmanager")
+
+    def _track(self, space):
+        """A module namespace whose reads are checked: a base file of the workspace's."""
+        path = space.get("__file__") if type(space) is dict else None
+        if isinstance(path, str) and self.guard._trusted(path):
+            real = self.guard._real(path)
+            if real.startswith(os.path.join(self.guard.workspace, "")):
+                self.reads.track(space, real)
 
     def _function_problem(self, item):
         func = self.genuine.function_of(item.obj)

@@ -22,6 +22,7 @@ and sends everything, with the runner's exit status, through the harness's chann
 Python 3.6+, standard library only.
 """
 
+import contextlib
 import os
 import sys
 import types
@@ -44,8 +45,12 @@ _REPORTS = {
 class UnittestGuard:
     """Records, checks and sends; `install` puts its recorders in front of unittest."""
 
-    def __init__(self, channel, config, restored, genuine, machinery, hypothesis_profile=None):
+    def __init__(
+        self, channel, config, restored, genuine, machinery, hypothesis_profile=None, reads=None
+    ):
         self.channel = channel
+        self.reads = reads.Reads() if reads else None  # test methods' code and defaults
+        self.loaded = {}  # id -> each suite whose methods were remembered (kept alive)
         # Hypothesis tests without deadlines, speed checks or randomness (hypothesis_profile.py)
         self.hypothesis = (
             hypothesis_profile.StableHypothesis(config["workspace"]) if hypothesis_profile else None
@@ -103,6 +108,7 @@ class UnittestGuard:
         def suite(self, result, *args, **kwargs):
             if not isinstance(result, Recorder):
                 result = Recorder(guard, result, None)
+            guard.load(self)
             return suite_run(self, result, *args, **kwargs)
 
         run.__wrapped__, suite.__wrapped__ = case_run, suite_run
@@ -188,6 +194,22 @@ class UnittestGuard:
             return before[1]
         return self._method_problem(test)
 
+    def load(self, suite):
+        """Every test method of `suite` as it is before any of them runs (its code and
+        default arguments: reads.py), unless an outer suite's run saw them."""
+        stack = [suite]
+        while stack and self.reads is not None:
+            node = stack.pop()
+            if id(node) in self.loaded:
+                continue
+            self.loaded[id(node)] = node
+            tests = self._genuine_module.attributes(node).get("_tests")
+            if type(tests) is list:
+                stack.extend(tests)
+            else:
+                with contextlib.suppress(Exception):  # a descriptor of the submission's, say
+                    self.reads.remember(self._method(node))
+
     def before_run(self, test):
         """The test method as TestCase.run is about to find it: one that is put back after
         it ran is judged as it was, not as it is when its pass comes."""
@@ -198,20 +220,28 @@ class UnittestGuard:
         if why:
             self.doubted[id(test)] = (test, why)  # kept alive, so no id is reused
 
-    def _method_problem(self, test):
-        name = test._testMethodName
+    def _method(self, test):
+        name = self._genuine_module.attributes(test).get("_testMethodName")
+        if not isinstance(name, str):
+            return None
         # What unittest's getattr(test, name) finds: the test object's own attribute first.
         method = self._genuine_module.attributes(test).get(name)
         if method is None:
             method = getattr(type(test), name, None)
-        method = self._function_of(method)
+        return self._function_of(method)
+
+    def _method_problem(self, test):
+        method = self._method(test)
         if method is None:
             return "its test method is not Python code"
         path = os.path.realpath(method.__code__.co_filename)
         if not self._trusted(path) and not self._genuine_module.forwards(method):
             return "its test method comes from %s, not from the workspace's tests" % path
         why = self._genuine_module.unwrap(method, self._is_genuine)
-        return "its test method %s" % why if why else None
+        if why:
+            return "its test method %s" % why
+        why = self.reads.changed(method) if self.reads is not None else None
+        return "its test method's %s changed after it was loaded" % why if why else None
 
     def _trusted(self, path):
         """A file of the workspace the submission did not change, or of the environment."""
