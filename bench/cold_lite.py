@@ -166,17 +166,28 @@ def environments(cache: Path) -> dict[str, Any]:
     }
 
 
-def per_repo(tasks: list[dict[str, Any]], report: dict[str, Any]) -> dict[str, dict[str, int]]:
+def given(home: Path) -> dict[str, str]:
+    """Each task's verdict so far, from the run's store (a stopped run writes no report)."""
+    runs = home / "runs"
+    if not (runs / "runs.sqlite").exists():
+        return {}
+    from swebounty.store import Store
+
+    with Store.open(runs) as store:
+        return {v.instance_id: v.status for v in store.verdicts("cold")}
+
+
+def per_repo(tasks: list[dict[str, Any]], status: dict[str, str]) -> dict[str, dict[str, int]]:
     """Per repository: its tasks, and how many were resolved, unresolved, error or not yet
     given a verdict (a run stopped part-way)."""
-    status = {i: s for s in ("resolved", "unresolved", "error") for i in report.get(f"{s}_ids", [])}
     table: dict[str, dict[str, int]] = {}
     for t in tasks:
         row = table.setdefault(
             t["repo"], {"tasks": 0, "resolved": 0, "unresolved": 0, "error": 0, "not run": 0}
         )
         row["tasks"] += 1
-        row[status.get(t["instance_id"], "not run")] += 1
+        got = status.get(t["instance_id"], "not run")
+        row[got if got in row else "unresolved"] += 1  # patch_failed: the patch's doing
     return table
 
 
@@ -225,6 +236,10 @@ def main() -> None:
     load_before = segments[0]["load_before"]
     load_after = segments[-1]["load_after"]
     report = read_json(home / "runs" / "cold" / "report.json") or {}
+    verdicts = {
+        i: st for st in ("resolved", "unresolved", "error") for i in report.get(f"{st}_ids", [])
+    }
+    verdicts = verdicts or given(home)  # the report's, else the store's (a stopped run)
     cache = home / "cache"
     disk = {
         "cache_bytes": dir_sizes(cache)[0] if cache.exists() else 0,
@@ -249,10 +264,14 @@ def main() -> None:
         **timing,
         "cpu_s_per_task": round(timing["cpu_s"] / n, 1),
         "wall_s_per_task": round(timing["wall_s"] / n, 1),
-        "resolved": report.get("resolved_instances"),
-        "evaluated": report.get("total_instances"),
+        # a stopped run has no report yet: its verdicts so far
+        "resolved": report.get(
+            "resolved_instances", sum(v == "resolved" for v in verdicts.values())
+        ),
+        "evaluated": report.get("total_instances", len(verdicts)),
         "misses": report.get("misses", []),
-        "per_repo": per_repo(tasks, report),
+        "per_repo": per_repo(tasks, verdicts),
+        "verdicts": verdicts,
         "disk": disk,
         **envs,
         "swe_bench": {

@@ -17,6 +17,9 @@ from types import ModuleType
 
 import pytest
 
+from swebounty.store import Store
+from swebounty.verdicts import Verdict
+
 BENCH = Path(__file__).resolve().parents[1] / "bench" / "cold_lite.py"
 
 # Waits to be stopped as `swebounty eval` does on SIGINT (exit 130), or finishes at once and
@@ -124,8 +127,19 @@ def test_resume_continues_in_the_home_and_sums_the_segments(
     thread.join()
     first = json.loads(out.read_text())
     assert [s["stopped"] for s in first["segments"]] == [True]
-    assert first["resolved"] is None  # no report yet: the run did not finish
+    assert (first["resolved"], first["evaluated"]) == (0, 0)  # no report, no verdict yet
     assert first["per_repo"]["o/r"]["not run"] == 1
+    # a verdict the stopped run committed is counted from the store
+    (home / "runs").mkdir()
+    with Store.open(home / "runs") as store:
+        store.ensure_run("cold", str(dataset), {}, "bwrap", False)
+        store.save_verdict("cold", Verdict(instance_id=TASK["instance_id"], status="unresolved"))
+    monkeypatch.setattr(sys, "argv", [*base, "--report-only"])
+    cold_lite.main()
+    so_far = json.loads(out.read_text())
+    assert (so_far["resolved"], so_far["evaluated"]) == (0, 1)
+    assert so_far["per_repo"]["o/r"]["unresolved"] == 1
+    assert len(so_far["segments"]) == 1  # a report is not a segment
 
     monkeypatch.setattr(sys, "argv", [*base, "--resume"])
     (home / "finish").write_text("")
