@@ -52,6 +52,7 @@ PAGES = [
     "results/swebench-django.md",
     "results/official-agreement-django.md",
     "results/swelancer.md",
+    "results/swebench-lite.md",
 ]
 DOCUMENTS = [*(ROOT / "docs" / page for page in PAGES), README]
 
