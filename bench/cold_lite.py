@@ -104,6 +104,7 @@ def run_eval(
     argv = [sys.executable, "-m", "swebounty", "eval", str(data), "--gold", "--run-id", "cold",
             "--home", str(home), "--repos-dir", str(repos_dir), "--workers", str(workers)]  # fmt: skip
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    machine_before = machine_busy_s()
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     load = os.getloadavg()
     start = time.monotonic()
@@ -124,9 +125,25 @@ def run_eval(
     wall = time.monotonic() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    machine = machine_busy_s() - machine_before
     return {"started": started, "exit_code": code, "wall_s": round(wall, 1),
-            "cpu_s": round(cpu, 1), "load_before": load, "load_after": os.getloadavg(),
+            "cpu_s": round(cpu, 1), "machine_busy_s": round(machine, 1),
+            "load_before": load, "load_after": os.getloadavg(),
             "stopped": bool(stopped)}  # fmt: skip
+
+
+def machine_busy_s() -> float:
+    """CPU-seconds the whole machine spent busy since boot (/proc/stat: all but idle and
+    iowait), 0 where there is no /proc/stat. The run's own figure (cpu_s) counts only what it
+    waited for, a lower bound; this one counts everything else running too, an upper bound on
+    a machine that is not idle."""
+    try:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    except (OSError, IndexError):
+        return 0.0
+    ticks = [int(f) for f in fields]
+    busy = sum(ticks) - ticks[3] - (ticks[4] if len(ticks) > 4 else 0)
+    return busy / os.sysconf("SC_CLK_TCK")
 
 
 def segments_total(segments: list[dict[str, Any]]) -> dict[str, Any]:
@@ -135,6 +152,7 @@ def segments_total(segments: list[dict[str, Any]]) -> dict[str, Any]:
         "exit_code": segments[-1]["exit_code"],
         "wall_s": round(sum(s["wall_s"] for s in segments), 1),
         "cpu_s": round(sum(s["cpu_s"] for s in segments), 1),
+        "machine_busy_s": round(sum(s.get("machine_busy_s", 0.0) for s in segments), 1),
         "segments": segments,
     }
 
@@ -303,6 +321,7 @@ def show(r: dict[str, Any]) -> None:
     rows = [
         ("wall time", f"{r['wall_s'] / 60:.1f} min{pieces}", "images: build first; then ~15 min / 300 on 12"),
         ("CPU-seconds per task (cold)", f"{r['cpu_s_per_task']:.0f}", "—"),
+        ("machine busy CPU-seconds (all work)", f"{r.get('machine_busy_s', 0):.0f}", "—"),
         ("worker-seconds per task", f"{r['wall_s'] * r['workers'] / len(r['tasks']):.0f} (cold)",
          f"{sb['warm_worker_s_per_task']:.0f} (warm, images built)"),
         ("distinct environments", str(r.get("environments", 0)), f"{len(r['tasks'])} instance images"),

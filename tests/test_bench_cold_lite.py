@@ -149,6 +149,7 @@ def test_resume_continues_in_the_home_and_sums_the_segments(
     assert [s["stopped"] for s in segments] == [True, False]
     assert result["wall_s"] == round(sum(s["wall_s"] for s in segments), 1)
     assert result["cpu_s"] == round(sum(s["cpu_s"] for s in segments), 1)
+    assert result["machine_busy_s"] >= 0 and all("machine_busy_s" in s for s in segments)
     assert result["exit_code"] == 0
     assert (result["resolved"], result["evaluated"]) == (1, 1)
     assert result["tasks"] == [TASK["instance_id"]]
@@ -162,3 +163,11 @@ def test_resume_continues_in_the_home_and_sums_the_segments(
     monkeypatch.setattr(sys, "argv", [*base[:-1], "--resume"])  # without --keep-uv-cache
     with pytest.raises(SystemExit, match="--keep-uv-cache must be as in"):
         cold_lite.main()
+
+
+def test_the_machine_s_busy_time_counts_this_process_s_work(cold_lite: ModuleType) -> None:
+    before = cold_lite.machine_busy_s()
+    end = time.process_time() + 0.5
+    while time.process_time() < end:  # half a CPU-second of our own
+        pass
+    assert cold_lite.machine_busy_s() - before >= 0.4
