@@ -34,14 +34,12 @@ own properties aside, as in testcalls.py).
 """
 
 import contextlib
-import types
 
 import pytest
 
 _MISSING = object()
 _PLAIN = (int, float, complex, str, bytes, bool, type(None))  # == runs no submission code
 _TUPLES = (tuple, frozenset)
-_MAX_LINKS = 16  # functions looked at in a wrapper's closures
 
 
 class Fixtures:
@@ -149,7 +147,7 @@ class Fixtures:
         _, func, callspec, params, pairs, indices, info = record
         own = self.genuine.attributes(item)
         now = self.genuine.function_of(own.get("_obj"))
-        if func is not None and not _reaches(now, func):
+        if func is not None and not self._reaches(now, func):
             return "its test function is not the one collected for it"
         why = self.calls.reads.changed(now)
         if why:
@@ -214,13 +212,19 @@ class Fixtures:
             return "%s was set up for another parameter" % what
         return None
 
+    def _reaches(self, func, target):
+        """Whether `func` is `target` or holds it, through its wrappers' closures."""
+        if func is None or target is None:
+            return func is target
+        return any(f is target for f in self.calls.reads.chain(func))
+
     def _unless_same(self, fd, own, collected):
         """Why a definition's code is not believed (what it holds, its function), or None:
         judged again only when something it holds (but its cached value) or its function's
         chain of wrappers changed (a function-scoped fixture's cache changes at every test)."""
         func = self.genuine.function_of(own.get("func"))
         held = [v for k, v in own.items() if k != "cached_result"]
-        chain = _chain(func) if func is not None else []
+        chain = self.calls.reads.chain(func) if func is not None else []
         held += chain + [x for f in chain for x in _reads(f, self.genuine.attributes)]
         ids = tuple(map(id, held)) + tuple(own)  # the objects are kept: no id is reused
         seen = self._seen.get(id(fd))
@@ -237,7 +241,7 @@ class Fixtures:
         why = self.genuine.unwrap(func, self.calls.guard._code_ok)
         if why:
             return " " + why
-        if not _reaches(func, self.genuine.function_of(collected)):
+        if not self._reaches(func, self.genuine.function_of(collected)):
             return "'s function is not the one collected for it"
         return None
 
@@ -257,28 +261,6 @@ def _plain(value, depth=0):
     if type(value) in _PLAIN:
         return True
     return type(value) in _TUPLES and depth < 4 and all(_plain(v, depth + 1) for v in value)
-
-
-def _reaches(func, target):
-    """Whether `func` is `target` or holds it, through its wrappers' closures."""
-    if func is None or target is None:
-        return func is target
-    return any(f is target for f in _chain(func))
-
-
-def _chain(func):
-    """`func` and the functions its closures hold, and theirs (at most _MAX_LINKS)."""
-    todo, seen = [func], []
-    while todo and len(seen) < _MAX_LINKS:
-        f = todo.pop()
-        if any(f is s for s in seen):
-            continue
-        seen.append(f)
-        for cell in f.__closure__ or ():
-            with contextlib.suppress(ValueError):  # an empty cell
-                if isinstance(cell.cell_contents, types.FunctionType):
-                    todo.append(cell.cell_contents)
-    return seen
 
 
 def _reads(func, attributes):

@@ -86,6 +86,8 @@ def chain(func):
 class Reads:
     """The functions and namespaces as first seen, and each running test's reads."""
 
+    chain = staticmethod(chain)  # fixtures.py follows wrappers the same way
+
     def __init__(self):
         self.functions = {}  # id -> (function, its state when first seen)
         self.spaces = {}  # id -> (namespace, a copy when first seen, its file)
