@@ -5,7 +5,6 @@ in the same home, and the figures are the segments' sums. The run itself is a st
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import signal
@@ -17,10 +16,9 @@ from types import ModuleType
 
 import pytest
 
+from bench_helpers import load_bench
 from swebounty.store import Store
 from swebounty.verdicts import Verdict
-
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "cold_lite.py"
 
 # Waits to be stopped as `swebounty eval` does on SIGINT (exit 130), or finishes at once and
 # writes the run's report when told to by a file in its home.
@@ -49,13 +47,7 @@ TASK = {"instance_id": "o__r-1", "repo": "o/r", "base_commit": "0" * 40}
 
 @pytest.fixture(scope="module")
 def cold_lite() -> ModuleType:
-    sys.path.insert(0, str(BENCH.parent))
-    spec = importlib.util.spec_from_file_location("cold_lite_bench", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("cold_lite.py", "cold_lite_bench")
 
 
 @pytest.fixture

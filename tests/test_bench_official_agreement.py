@@ -3,18 +3,16 @@ predictions.jsonl, logs from a git repository the test builds) and set beside sw
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+from bench_helpers import load_bench
 from swebounty.verdicts import TestResult, Verdict
 
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "official_agreement.py"
 EVAL = "20240402_agent"
 
 LOG = """\
@@ -27,13 +25,7 @@ Ran 2 tests in 0.01s
 
 @pytest.fixture(scope="module")
 def agreement() -> ModuleType:
-    sys.path.insert(0, str(BENCH.parent))  # benchkit, as when the script is run
-    spec = importlib.util.spec_from_file_location("official_agreement_bench", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("official_agreement.py", "official_agreement_bench")
 
 
 @pytest.fixture

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
+from bench_helpers import load_bench
 from swebounty.verdicts import TestResult, Verdict
-
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "real_tasks_verdicts.py"
 
 OUTPUT = """\
 =================================== FAILURES ===================================
@@ -26,12 +23,7 @@ E   assert 2 == 3
 
 
 def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("real_tasks_bench", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("real_tasks_verdicts.py", "real_tasks_bench")
 
 
 def verdict(tmp_path: Path, *failing: str) -> Verdict:

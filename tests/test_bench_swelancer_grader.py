@@ -4,7 +4,6 @@ map through the id order, and a disagreement is reported (exit status 1)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
@@ -12,18 +11,13 @@ from types import ModuleType
 import pytest
 from typer.testing import CliRunner
 
+from bench_helpers import load_bench
 from swebounty.cli import app
 from swelancer_helpers import OLD_HEADER, manager_data, manager_row, write_csv
 
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "swelancer_grader.py"
-
 
 def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("swelancer_grader", BENCH)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("swelancer_grader.py", "swelancer_grader")
 
 
 def _row(qid: str, price: str, ids: list[int], correct: int) -> dict[str, str]:
