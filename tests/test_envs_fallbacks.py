@@ -51,6 +51,9 @@ if args[:2] == ["pip", "compile"]:
         sys.stderr.write("error: Failed to download `fulldisk==1.0`\\n  Caused by: failed to "
                          "write to file: No space left on device (os error 28)\\n")
         sys.exit(1)
+    if "killedonce" in text and not os.path.exists({calls!r} + ".killed"):  # as by Ctrl-C
+        open({calls!r} + ".killed", "w").close()
+        os.kill(os.getpid(), 9)
     if "brokenpkg" in text:
         sys.stderr.write("  x Failed to build `brokenpkg==0.1`\\n  |-> The build backend "
                          "returned an error\\n")
@@ -156,6 +159,25 @@ def test_a_full_disk_is_not_remembered_as_the_spec_s_failure(tmp_path: Path) -> 
     assert "the disk was full during resolve dependencies" in str(info.value)
     again = EnvManager(tmp_path / "cache", uv_bin=fake_uv(tmp_path), offline=True)
     assert "six==1.16.0" in again.ensure(spec, ws).lock  # built now, not the remembered error
+
+
+def test_a_step_killed_by_a_signal_is_not_remembered_nor_walked_on(tmp_path: Path) -> None:
+    """A run's stop kills the sandboxes and tools of the builds in flight: such a failure was
+    remembered as the spec's, and the resumed run gave the task `error` without building
+    (matplotlib-23964 in the cold Lite run)."""
+    ws = git_repo(tmp_path / "ws", {"README": "x\n"})
+    spec = spec_with_plans([DepSet(label="tests", lines=["killedonce", "six"])])
+    manager = EnvManager(tmp_path / "cache", uv_bin=fake_uv(tmp_path), offline=True)
+    with pytest.raises(EnvBuildError) as info:
+        manager.ensure(spec, ws)
+    assert info.value.kind == "killed"
+    assert "resolve dependencies was killed by SIGKILL" in str(info.value)
+    calls = [json.loads(c) for c in (tmp_path / "calls.jsonl").read_text().splitlines()]
+    compiled = [c for c in calls if c[:2] == ["pip", "compile"] and ":all:" not in c]
+    assert len(compiled) == 1  # no older Python, no other plan: the kill says nothing of them
+    assert not list((tmp_path / "cache").rglob("failed.json"))
+    again = EnvManager(tmp_path / "cache", uv_bin=fake_uv(tmp_path), offline=True)
+    assert "six==1.16.0" in again.ensure(spec, ws).lock  # built now, not a remembered error
 
 
 def test_a_package_missing_a_system_library_is_dropped_without_trying_older_pythons(

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -14,9 +16,15 @@ import pytest
 import uv as uv_package
 
 from env_helpers import tls_refusing_uv
-from swebounty.envs.failures import StepFailed, classify
+from swebounty.envs import buildbox
+from swebounty.envs.failures import NOT_THE_SPEC, StepFailed, classify
 from swebounty.envs.releases import newest_release_before, tag_release
-from swebounty.envs.steps import Uv, isolated_env
+from swebounty.envs.steps import Uv, isolated_env, run_logged
+from swebounty.sandbox import bwrap_available
+from swebounty.sandbox._process import kill_running
+
+BWRAP_OK, BWRAP_WHY = bwrap_available()
+needs_bwrap = pytest.mark.skipif(not BWRAP_OK, reason=f"no bubblewrap sandbox: {BWRAP_WHY}")
 
 UV_YANKED = """error: No solution found when resolving dependencies
   cause: Because types-pkg-resources<=0.1.2 was yanked (reason: Use types-setuptools instead)
@@ -167,6 +175,45 @@ def test_failed_step_raises_with_kind(tmp_path: Path) -> None:
     with pytest.raises(StepFailed) as info:
         Uv(script, tmp_path / "log").venv(Path("/py"), tmp_path / "v")
     assert info.value.kind == "resolve"
+
+
+SELF_KILL = [sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"]
+
+
+def test_a_step_killed_by_a_signal_is_its_own_kind(tmp_path: Path) -> None:
+    """Killed (Ctrl-C, a run's stop, the OOM killer) says nothing about the spec: not `other`,
+    which is remembered as the spec's failure."""
+    with pytest.raises(StepFailed) as info:
+        run_logged("resolve dependencies", SELF_KILL, tmp_path / "log", cwd=tmp_path)
+    assert info.value.kind == "killed" and "killed" in NOT_THE_SPEC
+    assert info.value.describe() == "resolve dependencies was killed by SIGKILL"
+
+
+@pytest.mark.sandbox
+@needs_bwrap
+def test_a_build_sandbox_ended_by_the_run_s_stop_is_killed(tmp_path: Path) -> None:
+    """The run's stop ends the build sandboxes in flight (sandbox.kill_running, as runs._cancel
+    does): `killed`, not `other`, which was remembered as the spec's failure."""
+    work = tmp_path / "work"
+    work.mkdir()
+    sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
+
+    def stop() -> None:
+        deadline = time.monotonic() + 30
+        while not kill_running() and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    stopper = threading.Thread(target=stop)
+    stopper.start()
+    try:
+        with pytest.raises(StepFailed) as info:
+            buildbox.run_step("prepare the project's metadata", sleeper, tmp_path / "log",
+                              workdir=work, reads=[Path(sys.prefix), Path(sys.base_prefix)],
+                              env={}, timeout=60)  # fmt: skip
+    finally:
+        stopper.join()
+    assert info.value.kind == "killed"
+    assert "was killed by SIGKILL" in info.value.describe()
 
 
 def test_newest_release_before_the_cutoff_counts_yanked_files(

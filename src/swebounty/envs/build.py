@@ -48,7 +48,7 @@ from swebounty.envs.cache import (
 )
 from swebounty.envs.candidate import Candidates, probing
 from swebounty.envs.environment import install_env, read_environment
-from swebounty.envs.failures import StepFailed, advice
+from swebounty.envs.failures import NOT_THE_SPEC, StepFailed, advice
 from swebounty.envs.interpreters import Interpreter, find
 from swebounty.envs.leaveout import leave_out
 from swebounty.envs.models import EnvBuildError, Environment, ResolvedSpec
@@ -293,7 +293,7 @@ class Builder:
             + "\nHow it was chosen, and what was tried:\n  "
             + "\n  ".join(why[-16:])
         )
-        if last.kind not in ("network", "disk"):  # the machine, not the spec
+        if last.kind not in NOT_THE_SPEC:
             write_json(
                 sdir / FAILED,
                 {

@@ -32,7 +32,7 @@ import threading
 import time
 from pathlib import Path
 
-from swebounty.envs.failures import StepFailed, classify
+from swebounty.envs.failures import StepFailed, classify, killed
 from swebounty.envs.steps import run_logged
 from swebounty.sandbox import BwrapSandbox, Mount, Policy, SandboxError, bwrap_available
 from swebounty.sandbox.bwrap import chown_tree
@@ -188,6 +188,8 @@ def _run(
         fh.write(out[-20000:] + err[-20000:])
     if result.timed_out:
         raise StepFailed(step, "timeout", err + out)
+    if code < 0:  # a signal: the run's stop ending its sandboxes, the OOM killer
+        raise killed(step, code, err + out)
     if code != 0:
         raise StepFailed(step, classify(err + out), err + out)
     return out, result.channel or b""

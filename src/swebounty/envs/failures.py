@@ -13,19 +13,36 @@ Classes decide what the builder tries next, and what someone fixing it should do
   older interpreter (wheels of its time) or a plan without the package may;
 - `network`: the package index was unreachable (never remembered as a failure);
 - `disk`: the disk filled up (never remembered: it says nothing about the spec);
+- `killed`: the step died of a signal it did not time out on (Ctrl-C, a run's stop ending its
+  sandboxes, the out-of-memory killer): never remembered, it says nothing about the spec;
 - `timeout`: a step ran out of time; `other`: anything else.
 """
 
 from __future__ import annotations
 
 import re
+import signal
 from typing import Literal
 
 from packaging.utils import canonicalize_name
 
 FailureKind = Literal[
-    "build", "system", "python", "resolve", "yanked", "sdist", "network", "disk", "timeout", "other"
+    "build",
+    "system",
+    "python",
+    "resolve",
+    "yanked",
+    "sdist",
+    "network",
+    "disk",
+    "killed",
+    "timeout",
+    "other",
 ]
+# Failures of the machine or the run, not of the spec: never remembered as the spec's failure
+# (a build stopped by the run's own Ctrl-C was remembered, and the resumed run then gave the
+# task `error` without building: matplotlib-23964 in the cold Lite run).
+NOT_THE_SPEC: tuple[FailureKind, ...] = ("network", "disk", "killed")
 
 _BUILD = re.compile(
     r"Failed to build|Failed to download and build|Build backend failed|"
@@ -181,9 +198,20 @@ class StepFailed(Exception):
             return f"the package index was unreachable during {self.step}"
         if self.kind == "timeout":
             return f"{self.step} ran out of time"
+        if self.kind == "killed":
+            return f"{self.step} was {self.output.partition(chr(10))[0]}"  # "killed by SIGKILL"
         if self.kind == "disk":
             return f"the disk was full during {self.step}"
         return f"{self.step} failed{_detail(self.output)}"
+
+
+def killed(step: str, code: int, output: str) -> StepFailed:
+    """The failure of a step whose process died of signal -`code`."""
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        name = f"signal {-code}"
+    return StepFailed(step, "killed", f"killed by {name}\n{output}")
 
 
 _HEADER = re.compile(r"fatal error: ([\w./+-]+): No such file or directory")
@@ -248,6 +276,8 @@ def advice(kind: str) -> str:
         "uv cache and --offline.",
         "disk": "The disk filled up: free space (swebounty's cache, uv's cache, temporary "
         "files) and run again; a full disk is not remembered as the spec's failure.",
+        "killed": "A build step was killed by a signal (Ctrl-C, the run's stop, the out-of-memory "
+        "killer): not remembered as the spec's failure; run again.",
         "timeout": "A build step ran out of time: the machine may be overloaded, or a package "
         "compiles for too long; retry, or add an override with a pin that has wheels.",
     }.get(kind, "See the build log above.")

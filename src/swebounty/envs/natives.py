@@ -43,7 +43,7 @@ from swebounty.envs.cache import (
     recent_failure,
     write_json,
 )
-from swebounty.envs.failures import StepFailed
+from swebounty.envs.failures import NOT_THE_SPEC, StepFailed
 from swebounty.envs.steps import isolated_env
 from swebounty.envs.tasklayer import ProjectInstall, install_and_capture, project_files
 
@@ -214,6 +214,8 @@ def _build(
                 timeout=BUILD_TIMEOUT, interpreter_prefix=interpreter_prefix,
             )  # fmt: skip
         except StepFailed as exc:
+            if exc.kind in NOT_THE_SPEC:  # killed, a full disk: the machine's, not the tree's
+                raise StepFailed("build the extensions", exc.kind, exc.output) from exc
             write_json(home / FAILED, {"at": datetime.now(timezone.utc).isoformat(),
                                        "output": exc.output[-20000:]})  # fmt: skip
             raise StepFailed("build the extensions", "build", exc.output) from exc

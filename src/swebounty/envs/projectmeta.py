@@ -54,7 +54,7 @@ from swebounty.envs.coremeta import (
     requirement,
     static_pyproject,
 )
-from swebounty.envs.failures import StepFailed, classify
+from swebounty.envs.failures import NOT_THE_SPEC, StepFailed, classify
 from swebounty.envs.metadata import Repair
 from swebounty.envs.steps import Uv
 from swebounty.sandbox import BwrapSandbox
@@ -205,7 +205,7 @@ class ProjectMetadata:
         except ValueError as exc:
             return StepFailed(STEP, "build", f"the project's metadata is not usable: {exc}")
         except StepFailed as exc:
-            if exc.step != STEP or exc.kind in ("timeout", "disk"):
+            if exc.step != STEP or exc.kind in ("timeout", *NOT_THE_SPEC):
                 return exc
             return StepFailed(STEP, classify(said + exc.output), said + exc.output)
         log.info("%s %s: metadata prepared in the build sandbox", repair.name, repair.version)

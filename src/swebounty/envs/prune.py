@@ -22,7 +22,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from swebounty import safefs
-from swebounty.envs.failures import StepFailed
+from swebounty.envs.failures import NOT_THE_SPEC, StepFailed
 from swebounty.envs.interpreters import Interpreter
 from swebounty.envs.models import DepSet
 from swebounty.envs.steps import Uv
@@ -114,5 +114,5 @@ def resolves_alone(
             constraints=constraints,
         )
     except StepFailed as exc:
-        return exc.kind in ("network", "disk", "timeout")
+        return exc.kind in (*NOT_THE_SPEC, "timeout")
     return True

@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from swebounty import safefs
-from swebounty.envs.failures import StepFailed, cache_miss, classify, tls_refused
+from swebounty.envs.failures import StepFailed, cache_miss, classify, killed, tls_refused
 from swebounty.envs.releases import newest_release_before
 from swebounty.envs.repairs import ProjectSource, Repairs
 
@@ -367,6 +367,8 @@ def run_logged(
         stderr.append(err)
     if code == -1 and err.startswith("timed out"):
         raise StepFailed(step, "timeout", err + out)
+    if code < 0:  # a signal: Ctrl-C reaches the tools a run started, the OOM killer
+        raise killed(step, code, err + out)
     if code != 0:
         raise StepFailed(step, classify(err + out), err + out)
     return out

@@ -30,7 +30,7 @@ from pydantic import BaseModel
 
 from swebounty import safefs
 from swebounty.envs import buildbox, buildoutput
-from swebounty.envs.failures import StepFailed
+from swebounty.envs.failures import NOT_THE_SPEC, StepFailed
 
 log = logging.getLogger(__name__)
 
@@ -354,6 +354,8 @@ def install_and_capture(
             buildbox.run_step("install the project", argv, log_path, workdir=layer.parent,
                               reads=reads, env=env, timeout=timeout)  # fmt: skip
         except StepFailed as exc:
+            if exc.kind in NOT_THE_SPEC:  # killed: not the install's doing, nor a reason to retry
+                raise
             if editable:
                 continue  # pips before 21.3 cannot install a pyproject-only project editable
             raise StepFailed("install the project", "build", exc.output) from exc
