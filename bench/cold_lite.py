@@ -22,8 +22,9 @@ cores); the JSON says which tasks were run, so a figure is never read as the who
 `--home`: the same tasks, the same run id, its verdicts kept. Each stretch of running is a
 segment in HOME/segments.json (start, wall, CPU, load); the wall and CPU figures are their sums,
 and the JSON lists them, so a figure measured in pieces says so. A stop is recorded when it
-comes through this script (SIGINT or SIGTERM to it, or to its process group); a SIGKILL loses
-that segment's figures, never the run's verdicts.
+comes through this script (SIGINT or SIGTERM to it, or to its process group). A segment is
+written as it runs (every BEAT_S), so one ended by SIGKILL (a session's end kills everything)
+is kept, `killed`, with its figures up to its last beat: they undercount it by up to BEAT_S.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -48,6 +50,7 @@ from rich.table import Table
 
 from swebounty.envs.cache import dir_sizes, read_json
 
+BEAT_S = 30.0  # how often a running segment's figures are written down
 SWE_BENCH_IMAGE_BYTES = 1.7e9  # one instance image (SWE-bench harness docs)
 SWE_BENCH_LITE_WARM = {"minutes": 15, "workers": 12, "tasks": 300}  # once images are built
 out = Console(width=160)
@@ -96,11 +99,17 @@ def subset(dataset: Path, repos: set[str], per_repo: int, ids: set[str]) -> list
 
 
 def run_eval(
-    data: Path, home: Path, repos_dir: Path, workers: int, env: dict[str, str]
+    data: Path,
+    home: Path,
+    repos_dir: Path,
+    workers: int,
+    env: dict[str, str],
+    beat: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Run the user's command; its wall time and the CPU time of it and all it waited for.
     A SIGINT or SIGTERM to this script is passed on to the run, which stops with its verdicts
-    committed; the segment is still measured."""
+    committed; the segment is still measured. `beat` is given the segment so far (`open`)
+    every BEAT_S while the run goes on."""
     argv = [sys.executable, "-m", "swebounty", "eval", str(data), "--gold", "--run-id", "cold",
             "--home", str(home), "--repos-dir", str(repos_dir), "--workers", str(workers)]  # fmt: skip
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -109,6 +118,14 @@ def run_eval(
     load = os.getloadavg()
     start = time.monotonic()
     stopped: list[int] = []
+
+    def segment(code: int | None, cpu: float) -> dict[str, Any]:
+        return {"started": started, "exit_code": code,
+                "wall_s": round(time.monotonic() - start, 1), "cpu_s": round(cpu, 1),
+                "machine_busy_s": round(machine_busy_s() - machine_before, 1),
+                "load_before": load, "load_after": os.getloadavg(),
+                "stopped": bool(stopped)}  # fmt: skip
+
     with (home / "eval.log").open("a") as log:
         child = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env)
 
@@ -118,18 +135,31 @@ def run_eval(
 
         old = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
-            code = child.wait()
+            while True:
+                try:
+                    code = child.wait(timeout=BEAT_S)
+                    break
+                except subprocess.TimeoutExpired:
+                    if beat is not None:  # CPU of the children is known only once reaped
+                        beat({**segment(None, 0.0), "open": True})
         finally:
             for s, handler in old.items():
                 signal.signal(s, handler)
-    wall = time.monotonic() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    machine = machine_busy_s() - machine_before
-    return {"started": started, "exit_code": code, "wall_s": round(wall, 1),
-            "cpu_s": round(cpu, 1), "machine_busy_s": round(machine, 1),
-            "load_before": load, "load_after": os.getloadavg(),
-            "stopped": bool(stopped)}  # fmt: skip
+    return segment(code, cpu)
+
+
+def closed(segments: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The segments of earlier stretches: one still `open` was ended by SIGKILL before it
+    could write its end; it is kept, `killed`, with its figures up to its last beat (its CPU
+    unknown: 0, an undercount; machine_busy_s bounds it)."""
+    return [
+        {**{k: v for k, v in s.items() if k != "open"}, "killed": True, "stopped": True}
+        if s.get("open")
+        else s
+        for s in segments
+    ]
 
 
 def machine_busy_s() -> float:
@@ -215,7 +245,7 @@ def main() -> None:
     home = a.home or Path(tempfile.mkdtemp(prefix="swebounty-cold-"))
     uv_cache = home / "uv-cache"
     seg_file = home / "segments.json"
-    segments: list[dict[str, Any]] = (read_json(seg_file) or {}).get("segments", [])
+    segments = closed((read_json(seg_file) or {}).get("segments", []))
     if a.report_only or a.resume:
         if not segments:
             raise SystemExit(f"{home} holds no segments.json: no run of this script to continue")
@@ -246,8 +276,17 @@ def main() -> None:
             env["UV_CACHE_DIR"] = str(uv_cache)
         verb = "continuing" if a.resume else "swebounty eval --gold"
         out.print(f"{len(tasks)} tasks, {a.workers} workers, home {home}: {verb}")
-        segments.append(run_eval(home / "tasks.jsonl", home, a.repos_dir, a.workers, env))
-        seg_file.write_text(json.dumps({"segments": segments}, indent=2), encoding="utf-8")
+        if any(s.get("killed") for s in segments):
+            out.print("an earlier segment was killed: kept, with its figures up to its last beat")
+
+        def write(running: list[dict[str, Any]]) -> None:
+            tmp = seg_file.with_suffix(".tmp")  # atomic: a kill mid-write loses no segment
+            tmp.write_text(json.dumps({"segments": segments + running}, indent=2), "utf-8")
+            os.replace(tmp, seg_file)
+
+        segments.append(run_eval(home / "tasks.jsonl", home, a.repos_dir, a.workers, env,
+                                 beat=lambda seg: write([seg])))  # fmt: skip
+        write([])
         if segments[-1]["stopped"]:
             out.print(f"stopped; continue with --resume --home {home}")
     timing = segments_total(segments)

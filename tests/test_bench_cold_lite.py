@@ -164,3 +164,51 @@ def test_the_machine_s_busy_time_counts_this_process_s_work(cold_lite: ModuleTyp
     while time.process_time() < end:  # half a CPU-second of our own
         pass
     assert cold_lite.machine_busy_s() - before >= 0.4
+
+
+def test_a_segment_ended_by_sigkill_is_kept_with_its_figures_so_far(
+    cold_lite: ModuleType,
+    stand_in: dict[str, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A session's end SIGKILLs everything: the segment then running never wrote its end, and
+    its 40 minutes were missing from the run's wall time (the cold Lite run's segment 2)."""
+    dataset = tmp_path / "lite.jsonl"
+    dataset.write_text(json.dumps(TASK) + "\n")
+    home = tmp_path / "home"
+    out = tmp_path / "cold.json"
+    base = ["cold_lite.py", "--dataset", str(dataset), "--repos-dir", str(tmp_path)]
+    base += ["--home", str(home), "--json", str(out), "--keep-uv-cache"]
+    monkeypatch.setattr(cold_lite, "BEAT_S", 0.2)
+    seg_file = home / "segments.json"
+    at_kill: list[str] = []
+
+    def kill_after_a_beat() -> None:  # what the file held when the process would have died
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            text = seg_file.read_text() if seg_file.exists() else ""
+            if '"open": true' in text and json.loads(text)["segments"][-1]["wall_s"] > 0.3:
+                at_kill.append(text)
+                break
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    thread = threading.Thread(target=kill_after_a_beat, daemon=True)
+    thread.start()
+    monkeypatch.setattr(sys, "argv", base)
+    cold_lite.main()
+    thread.join()
+    assert at_kill, "no beat was written while the run went on"
+    seg_file.write_text(at_kill[0])  # as a SIGKILL would have left it
+    killed = json.loads(at_kill[0])["segments"][0]
+
+    monkeypatch.setattr(sys, "argv", [*base, "--resume"])
+    (home / "finish").write_text("")
+    cold_lite.main()
+    result = json.loads(out.read_text())
+    first, second = result["segments"]
+    assert first["killed"] is True and "open" not in first and first["stopped"] is True
+    assert first["wall_s"] == killed["wall_s"] > 0.3
+    assert "killed" not in second
+    assert result["wall_s"] == round(first["wall_s"] + second["wall_s"], 1)
