@@ -8,9 +8,11 @@ file on disk to match.
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
+import types
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -288,3 +290,34 @@ def test_a_wraps_set_later_is_followed_through_what_the_wrapper_holds() -> None:
     forward.__wrapped__ = test  # type: ignore[attr-defined]
     why = genuine.unwrap(functools.wraps(test)(style()(forward)), is_genuine)
     assert why is not None and "whose __wrapped__ is not what it runs" in why
+
+
+@pytest.mark.parametrize("params", ["mod, source, module_path=None, config=None",
+                                    "mod, module_path=None, config=None",
+                                    "mod, module_path=None"])  # fmt: skip
+def test_the_file_is_rewritten_as_the_era_s_pytest_calls_its_rewriter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, params: str
+) -> None:
+    """pytest's master of mid-2019 (pytest's own SWE-bench tasks: pytest-5495) took (mod,
+    module_path) only: the guard's rewrite failed, and every test with an assert was
+    disbelieved ("its test function is not the code of ...")."""
+    from _pytest.assertion import rewrite as real
+
+    from swebounty.pytest_guard.genuine import Genuine
+
+    test_file = tmp_path / "test_it.py"
+    test_file.write_text("def test_it():\n    assert 1 + 1 == 2\n")
+    calls: list[tuple[object, ...]] = []
+    stand_in = types.ModuleType("_pytest.assertion.rewrite")
+    namespace: dict[str, object] = {"real": real, "calls": calls, "Path": Path}
+    source = "source" if "source" in params else "Path(module_path).read_bytes()"
+    config = "config" if "config" in params else "None"
+    forward = f"real.rewrite_asserts(mod, {source}, str(module_path), {config})"
+    exec(f"def rewrite_asserts({params}):\n    calls.append(locals())\n    {forward}\n", namespace)
+    stand_in.rewrite_asserts = namespace["rewrite_asserts"]  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "_pytest.assertion.rewrite", stand_in)
+    code = Genuine()._rewrite(str(test_file))
+    assert code is not None and len(calls) == 1
+    tree = ast.parse(test_file.read_bytes())
+    real.rewrite_asserts(tree, test_file.read_bytes(), str(test_file), None)
+    assert code == compile(tree, str(test_file), "exec", dont_inherit=True)

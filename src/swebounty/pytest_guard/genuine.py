@@ -184,15 +184,30 @@ class Genuine:
             tree = ast.parse(source)
         except (OSError, SyntaxError, ValueError, TypeError):
             return None
+        args = _rewrite_args(rewrite, tree, source, real, self.config)
+        if args is None:
+            return None
         try:
-            try:
-                rewrite(tree, source, real, self.config)  # pytest 5 and later
-            except TypeError:
-                tree = ast.parse(source)
-                rewrite(tree, _ModulePath(real), self.config)  # pytest 3 and 4
+            rewrite(*args)
             return compile(tree, real, "exec", dont_inherit=True)
         except Exception:
             return None
+
+
+def _rewrite_args(rewrite, tree, source, real, config):
+    """What pytest's import hook gives its rewriter, by the rewriter's own parameters: (mod,
+    source, module_path, config) from 5.0; (mod, module_path, config) in 3 and 4; (mod,
+    module_path) on pytest's master of mid-2019, which pytest's own SWE-bench tasks run
+    (pytest-5495: every test with an assert was disbelieved). None for anything else."""
+    if not isinstance(rewrite, types.FunctionType):
+        return None
+    code = rewrite.__code__
+    names = code.co_varnames[: code.co_argcount]
+    if names[1:2] == ("source",):
+        return (tree, source, real, config)
+    if names[1:2] == ("module_path",):
+        return (tree, _ModulePath(real), config)[: len(names)]
+    return None
 
 
 class _ModulePath(str):
