@@ -150,3 +150,20 @@ def test_a_reason_holding_markup_is_printed_as_text(capsys: pytest.CaptureFixtur
     reason = "patch touches '[bold]a[/x]/../../b', outside the workspace or inside .git"
     _show_verdicts("r", [Verdict(instance_id="o__r-1", status="patch_failed", reason=reason)])
     assert reason in " ".join(capsys.readouterr().out.split())
+
+
+def test_redoing_one_task_keeps_the_whole_run_in_its_report(home: Path) -> None:
+    """`-i X --force` in a run of many tasks rewrote report.json with X's verdict alone (seen
+    on the cold Lite run: "resolved 1/300" after 106 verdicts)."""
+    assert _invoke("eval", "--demo", "--gold", "--run-id", "r", "--unsafe")[0] == 0
+    path = home / "runs" / "r" / "report.json"
+    before = json.loads(path.read_text())
+    assert before["resolved_instances"] == before["total_instances"] > 1
+    one = before["resolved_ids"][0]
+    code, out = _invoke(
+        "eval", "--demo", "--gold", "--run-id", "r", "--unsafe", "-i", one, "--force"
+    )
+    assert code == 0, out
+    after = json.loads(path.read_text())
+    assert after["resolved_ids"] == before["resolved_ids"]
+    assert after["completed_instances"] == before["completed_instances"]

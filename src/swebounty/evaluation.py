@@ -115,11 +115,13 @@ class Evaluation:
 
     def write_report(self) -> dict[str, Any]:
         """Write the run's report.json (SWE-bench's summary fields and ours); return it."""
+        tasks = self.dataset_tasks or self.tasks
+        ids = {t.instance_id for t in tasks}  # not only the chosen few: -i redoes one task
         report = run_report(
             self.run_id,
-            self.dataset_tasks or self.tasks,
+            tasks,
             self.store.submissions(self.run_id),
-            self.verdicts(),
+            [v for v in self.store.verdicts(self.run_id) if v.instance_id in ids],
             self.store.record_errors(self.run_id),
             sandbox=self.ctx.sandbox.name,
             unsafe=self.unsafe,
