@@ -20,7 +20,7 @@ cores); the JSON says which tasks were run, so a figure is never read as the who
 
 `--resume` continues a run that was stopped (Ctrl-C, SIGTERM, a session's end) in the same
 `--home`: the same tasks, the same run id, its verdicts kept. Each stretch of running is a
-segment in HOME/segments.json (start, wall, CPU, load); the wall and CPU figures are their sums,
+segment in HOME/segments.json (start, wall, CPU, load, the code); the wall and CPU figures are their sums,
 and the JSON lists them, so a figure measured in pieces says so. A stop is recorded when it
 comes through this script (SIGINT or SIGTERM to it, or to its process group). A segment is
 written as it runs (every BEAT_S), so one ended by SIGKILL (a session's end kills everything)
@@ -118,13 +118,14 @@ def run_eval(
     load = os.getloadavg()
     start = time.monotonic()
     stopped: list[int] = []
+    identity = code_identity()
 
     def segment(code: int | None, cpu: float) -> dict[str, Any]:
         return {"started": started, "exit_code": code,
                 "wall_s": round(time.monotonic() - start, 1), "cpu_s": round(cpu, 1),
                 "machine_busy_s": round(machine_busy_s() - machine_before, 1),
                 "load_before": load, "load_after": os.getloadavg(),
-                "stopped": bool(stopped)}  # fmt: skip
+                "stopped": bool(stopped), "code": identity}  # fmt: skip
 
     with (home / "eval.log").open("a") as log:
         child = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env)
@@ -160,6 +161,26 @@ def closed(segments: list[dict[str, Any]]) -> list[dict[str, Any]]:
         else s
         for s in segments
     ]
+
+
+def code_identity() -> str:
+    """Which swebounty the run's child imports (the same interpreter): the commit of its
+    checkout when it is one (an editable install), and a digest of its sources either way, so
+    segments graded with different code say so."""
+    import hashlib
+    import importlib.util
+
+    spec = importlib.util.find_spec("swebounty")
+    if spec is None or spec.origin is None:
+        return "unknown"
+    package = Path(spec.origin).parent
+    sha = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        sha.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())
+    head = subprocess.run(["git", "-C", str(package), "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    commit = head.stdout.strip() + " " if head.returncode == 0 else ""
+    return f"{commit}sources {sha.hexdigest()[:12]}"
 
 
 def machine_busy_s() -> float:
