@@ -112,6 +112,19 @@ def test_validation_resumes_without_rerunning(pipeline: Pipeline) -> None:
     assert (pipeline.root / "tasks.jsonl").read_text() == before
 
 
+def test_a_limited_validation_decides_the_first_candidates(pipeline: Pipeline) -> None:
+    cli = typer.Typer()
+    register(cli)
+    args = ["validate", str(pipeline.root / "candidates.jsonl"), "-o",
+            str(pipeline.root / "limited.jsonl"), "--unsafe", "--cache-dir", str(pipeline.cache),
+            "--runs-dir", str(pipeline.root / "runs-limited"), "--limit", "2"]  # fmt: skip
+    out = " ".join(_invoke(cli, args).split())
+    assert "--limit: the first 2 candidates" in out and "(0 decided before)" in out
+    decided = load_tasks(pipeline.root / "limited.jsonl")[0]
+    assert len(decided) == 2 and {t.instance_id for t in decided} <= set(pipeline.tasks)
+    assert "2 decided before" in " ".join(_invoke(cli, args).split())
+
+
 def test_sealed_tasks_resolve_with_gold_and_not_with_empty(pipeline: Pipeline) -> None:
     cli = typer.Typer()
     register(cli)

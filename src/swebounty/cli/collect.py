@@ -298,6 +298,14 @@ def validate_cmd(
     max_f2p: Annotated[
         int, typer.Option(help="reject a task with more FAIL_TO_PASS tests (not one change)")
     ] = 40,
+    limit: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="only the first N candidates, one of each repository in turn: the same N "
+            "decides the same candidates again (a second, independent validation)",
+        ),
+    ] = None,
     verbose: VerboseOpt = False,
     quiet: QuietOpt = False,
     log_level: LogLevelOpt = None,
@@ -306,7 +314,7 @@ def validate_cmd(
 
     Prints the yield funnel (and writes it to <output stem>.funnel.json)."""
     from swebounty.cli.funnel import print_funnel
-    from swebounty.collect.batch import validate
+    from swebounty.collect.batch import interleave, validate
     from swebounty.collect.funnel import compute, decided, funnel_path
     from swebounty.collect.funnel import write as write_funnel
     from swebounty.collect.gates import Gates
@@ -328,6 +336,10 @@ def validate_cmd(
         console.print(f"[yellow]skipped[/] {err.source} {err.where}: {err.message}")
     if not tasks:
         raise fail(f"{candidates} holds no candidate")
+    every = tasks  # the outputs keep every candidate's record; --limit chooses what runs now
+    if limit is not None and limit < len(tasks):
+        tasks = interleave(tasks)[:limit]
+        console.print(f"--limit: the first {limit} candidates, one of each repository in turn")
     if unsafe:
         console.print("[bold red]--unsafe: candidate code runs with no isolation[/]")
     ctx = EvalContext.create(
@@ -361,7 +373,7 @@ def validate_cmd(
                 bars.update(repo_bar, advance=1, last=repo)
 
         summary = validate(
-            tasks,
+            every,
             output,
             ctx,
             runs=runs,
@@ -372,6 +384,7 @@ def validate_cmd(
             executor=remote,
             gates=Gates(max_fail_to_pass=max_f2p),
             prefetch=prefetch_envs,
+            limit=limit,
         )
         bars.update(bar, completed=len(tasks))
     console.print(

@@ -143,6 +143,7 @@ def validate(
     gates: Gates | None = None,
     prefetch: int = 0,
     warm: Warm | None = None,
+    limit: int | None = None,
 ) -> ValidateSummary:
     """Validate every candidate not already decided in `output`/`rejects` (resumable), in
     parallel across `workers` (or on `executor`'s cluster), one repository after another in
@@ -151,7 +152,8 @@ def validate(
 
     `prefetch` threads build the environments of the candidates next in line meanwhile
     (prefetch.py; `warm` is what they do with one, by default build its environment); local
-    workers only."""
+    workers only. `limit`: only the first N candidates in that turn order are validated (the
+    same N chooses the same ones again); the outputs still keep every candidate's record."""
     gates = gates or Gates()
     rejects = rejects or output.with_name(output.stem + ".rejects.jsonl")
     log_root = log_root or ctx.runs_dir / "validate"
@@ -162,9 +164,10 @@ def validate(
         fresh=fresh,
         only={t.instance_id for t in candidates},
     )
-    summary = ValidateSummary(candidates=len(candidates))
-    todo = interleave([t for t in candidates if t.instance_id not in sink.known])
-    summary.resumed = len(candidates) - len(todo)
+    chosen = interleave(candidates)[:limit] if limit is not None else candidates
+    summary = ValidateSummary(candidates=len(chosen))
+    todo = interleave([t for t in chosen if t.instance_id not in sink.known])
+    summary.resumed = len(chosen) - len(todo)
     start = time.monotonic()
     meter = RunMeter()
     cache_dir: Path | None = getattr(ctx, "cache_dir", None)  # a test's stand-in may have none
