@@ -162,8 +162,13 @@ def pytest_command(
     workspace; it is not turned off (`-p no:cacheprovider`): plugins read `config.cache`
     (pytest-pep8, pytest-flakes) and stop the run with an INTERNALERROR without it. pytest
     before 3.2 has no `cache_dir` and ignores it (its `.cache` lands in the throw-away
-    workspace)."""
-    argv = [*prefix, "-rA", f"--junitxml={junit_path}", "-o", "junit_family=xunit1"]
+    workspace).
+
+    `-rap`: the short summary names every test with its outcome (`PASSED id`, `FAILED id`, as
+    SWE-bench's logs and log parsers have them), without `-rA`'s PASSES section: pytest builds
+    it by scanning every report once per passed test, so its cost grows with the square of
+    the tests run (2,000 trivial tests: 20 s with `-rA`, 12 s with `-rap`, pytest 9)."""
+    argv = [*prefix, "-rap", f"--junitxml={junit_path}", "-o", "junit_family=xunit1"]
     argv += ["-o", f"cache_dir={cache_path(junit_path)}", "--tb=short", "--color=no"]
     if rootdir is not None:
         argv.append(f"--rootdir={rootdir}")
