@@ -16,7 +16,7 @@ from fake_index import fake_uv, spec
 from repo_helpers import git_repo
 from swebounty import completion
 from swebounty.envs import DepSet, EnvManager
-from swebounty.envs.complete import distribution, marker_reasons, wanted_modules
+from swebounty.envs.complete import distribution, keeps_pins, marker_reasons, wanted_modules
 from swebounty.tasks import Task
 from swebounty.testing import TestOutcome
 from swebounty.testrun import TestRun
@@ -182,3 +182,12 @@ def test_a_skip_marker_named_for_a_module_names_it_when_the_reason_does_not() ->
     assert found == ["requires dask", "requires pint"]
     assert marker_reasons(source, "t.py::TestVariable::test_other") == ["requires dask"]
     assert marker_reasons(source, "t.py::test_missing") == []
+
+
+def test_a_lock_that_only_adds_keeps_the_pins() -> None:
+    """A completion whose lock keeps every pin places the replaced environment's build."""
+    old = "# probe left out cfgrib\nnumpy==1.24.2\nscipy==1.10.1 ; python_version >= '3.8'\n"
+    assert keeps_pins(old, old + "pandas==1.5.3\n")
+    assert keeps_pins(old, "SciPy==1.10.1\nnumpy==1.24.2  # via x\npandas==1.5.3\n")
+    assert not keeps_pins(old, "numpy==1.24.3\nscipy==1.10.1\npandas==1.5.3\n")  # moved
+    assert not keeps_pins(old, "scipy==1.10.1\npandas==1.5.3\n")  # dropped

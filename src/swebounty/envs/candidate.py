@@ -49,6 +49,9 @@ class Candidates:
         self.tmp, self.sdir, self.uvr, self.pristine = tmp, sdir, uvr, pristine
         self.version_env, self.workspace = version_env, workspace
         self.last_key = ""
+        # An environment whose build of the tree may be placed here too (complete.py: the one
+        # a completion replaces, when the new lock keeps every pin of its and only adds).
+        self.natives_from: str | None = None
 
     def make(self, lock: str, plan: int | None = None) -> Built:
         """Install `lock` (once per cache), the project over it, and probe when the spec's
@@ -89,9 +92,13 @@ class Candidates:
         env = isolated_env({"PIP_NO_INDEX": "1", "HOME": str(self.tmp), **self.spec.env})
         # The tree's extensions already built in this environment (natives.py): placed first,
         # an in-place build (setup.py develop) finds them up to date and compiles nothing.
-        ready = natives.built(
-            self.cache, env_key=env_key, workspace=self.workspace, version_env=self.version_env
-        )
+        ready = None
+        for key in dict.fromkeys(k for k in (env_key, self.natives_from) if k):
+            ready = natives.built(
+                self.cache, env_key=key, workspace=self.workspace, version_env=self.version_env
+            )
+            if ready is not None:
+                break
         if ready is not None:
             natives.place(ready, self.tmp / "project", [])
         info = install_and_capture(
