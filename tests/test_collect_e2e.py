@@ -119,7 +119,7 @@ def test_a_limited_validation_decides_the_first_candidates(pipeline: Pipeline) -
             str(pipeline.root / "limited.jsonl"), "--unsafe", "--cache-dir", str(pipeline.cache),
             "--runs-dir", str(pipeline.root / "runs-limited"), "--limit", "2"]  # fmt: skip
     out = " ".join(_invoke(cli, args).split())
-    assert "--limit: the first 2 candidates" in out and "(0 decided before)" in out
+    assert "(0 decided before)" in out
     decided = load_tasks(pipeline.root / "limited.jsonl")[0]
     assert len(decided) == 2 and {t.instance_id for t in decided} <= set(pipeline.tasks)
     assert "2 decided before" in " ".join(_invoke(cli, args).split())

@@ -216,31 +216,6 @@ def test_validate_writes_tasks_and_rejects_and_resumes(tmp_path: Path) -> None:
     assert [json.loads(line)["instance_id"] for line in aside] == ["nof2p"]
 
 
-def test_a_limit_validates_the_first_candidates_in_turn_and_the_same_ones_again(
-    tmp_path: Path,
-) -> None:
-    """`--limit N`: the first N, one of each repository in turn, so a second validation with
-    the same N decides the same candidates; the outputs keep every candidate's record."""
-    ids = ["a1", "a2", "a3", "b1", "b2"]
-    table = {(i, when): [run(a="failed" if when == "before" else "passed")]
-             for i in ids for when in ("before", "after")}  # fmt: skip
-    candidates = [_task(i).model_copy(update={"repo": f"o/{i[0]}"}) for i in ids]
-    script = Script(table)
-    out = tmp_path / "tasks.jsonl"
-    ctx = Ctx(tmp_path, repos_dir=base_clones(tmp_path / "repos", ["o/a", "o/b"]))
-    first = validate(candidates, out, ctx, runner=script, limit=3)  # type: ignore[arg-type]
-    assert (first.candidates, first.valid) == (3, 3)
-    assert sorted({c[0] for c in script.calls}) == ["a1", "a2", "b1"]
-    again = validate(candidates, out, ctx, runner=script, limit=3)  # type: ignore[arg-type]
-    assert again.resumed == 3 and again.valid == 0
-    rest = validate(candidates, out, ctx, runner=script)  # type: ignore[arg-type]
-    assert rest.resumed == 3 and rest.valid == 2
-    assert sorted(t.instance_id for t in load_tasks(out)[0]) == ids
-    assert not (tmp_path / "tasks.dropped.jsonl").exists()
-    smaller = validate(candidates, out, ctx, runner=script, limit=1)  # type: ignore[arg-type]
-    assert smaller.resumed == 1 and len(load_tasks(out)[0]) == 5  # nothing set aside
-
-
 # ---------------------------------------------------------------------------- per-module reruns
 
 

@@ -390,17 +390,3 @@ def test_the_workspace_root_in_a_test_id_is_written_as_testbed(tmp_path: Path) -
         f"t.py::test_p[{WORKSPACE_IN_IDS}]": "failed"
     }
     assert match_results([f"t.py::test_p[{WORKSPACE_IN_IDS}]"], without_workspace(both, ws))
-
-
-def test_the_log_names_every_test_with_its_outcome_without_the_passes_section(
-    tmp_path: Path,
-) -> None:
-    """What SWE-bench's log parsers read (`PASSED id` lines) stays; the PASSES section, whose
-    cost grows with the square of the passed tests, goes."""
-    (tmp_path / "test_t.py").write_text(
-        "def test_a():\n    print('out')\n\n\ndef test_b():\n    assert 0\n"
-    )
-    argv = pytest_command([sys.executable, "-m", "pytest"], ["test_t.py"], tmp_path / "j.xml")
-    out = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, check=False).stdout
-    assert "PASSED test_t.py::test_a" in out and "FAILED test_t.py::test_b" in out
-    assert "PASSES" not in out

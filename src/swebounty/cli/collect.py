@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 # The names of `collect.filters.FILTERS`, for --help without importing the filters (a test
 # keeps the two equal).
 FILTER_NAMES = ("binary", "problem_length", "patch_size", "leak", "error_message_only")
+LIMIT_HELP = "only the first N candidates, one of each repository in turn (again: the same N)"
 
 
 def _progress(quiet: bool = False) -> Progress:
@@ -298,14 +299,7 @@ def validate_cmd(
     max_f2p: Annotated[
         int, typer.Option(help="reject a task with more FAIL_TO_PASS tests (not one change)")
     ] = 40,
-    limit: Annotated[
-        int | None,
-        typer.Option(
-            min=1,
-            help="only the first N candidates, one of each repository in turn: the same N "
-            "decides the same candidates again (a second, independent validation)",
-        ),
-    ] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help=LIMIT_HELP)] = None,
     verbose: VerboseOpt = False,
     quiet: QuietOpt = False,
     log_level: LogLevelOpt = None,
@@ -336,10 +330,7 @@ def validate_cmd(
         console.print(f"[yellow]skipped[/] {err.source} {err.where}: {err.message}")
     if not tasks:
         raise fail(f"{candidates} holds no candidate")
-    every = tasks  # the outputs keep every candidate's record; --limit chooses what runs now
-    if limit is not None and limit < len(tasks):
-        tasks = interleave(tasks)[:limit]
-        console.print(f"--limit: the first {limit} candidates, one of each repository in turn")
+    every, tasks = tasks, interleave(tasks)[:limit] if limit else tasks  # records: all kept
     if unsafe:
         console.print("[bold red]--unsafe: candidate code runs with no isolation[/]")
     ctx = EvalContext.create(

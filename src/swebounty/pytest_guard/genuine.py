@@ -195,14 +195,10 @@ class Genuine:
 
 
 def _rewrite_args(rewrite, tree, source, real, config):
-    """What pytest's import hook gives its rewriter, by the rewriter's own parameters: (mod,
-    source, module_path, config) from 5.0; (mod, module_path, config) in 3 and 4; (mod,
-    module_path) on pytest's master of mid-2019, which pytest's own SWE-bench tasks run
-    (pytest-5495: every test with an assert was disbelieved). None for anything else."""
-    if not isinstance(rewrite, types.FunctionType):
-        return None
-    code = rewrite.__code__
-    names = code.co_varnames[: code.co_argcount]
+    """pytest's arguments for its rewriter, by its parameters: (mod, source, path, config) from
+    5.0, (mod, path, config) in 3-4, (mod, path) on its master of mid-2019 (pytest-5495)."""
+    code = rewrite.__code__ if isinstance(rewrite, types.FunctionType) else None
+    names = code.co_varnames[: code.co_argcount] if code else ()
     if names[1:2] == ("source",):
         return (tree, source, real, config)
     if names[1:2] == ("module_path",):
