@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import errno
 import json
+import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +25,7 @@ from swebounty.sandbox import (
     Sandbox,
     UnsafeSandbox,
 )
+from swebounty.sandbox import bwrap as bwrap_module
 
 WRITE_OUTSIDE = """
 def write(path):
@@ -98,9 +102,15 @@ def _ancestors(paths: list[Path]) -> dict[str, set[str]]:
     }
 
 
+def _mounted(world: World) -> list[Path]:
+    """What the sandbox shows of the host: the task's mounts and the system data dirs."""
+    data = [Path(d) for d in bwrap_module.SYSTEM_DATA_DIRS if Path(d).is_dir()]
+    return [world.ws, *(m.path for m in world.mounts()), *data]
+
+
 def _read_secrets(world: World, sb: Sandbox) -> dict[str, Any]:
     paths = [world.other_ws / "secret.txt", world.dataset, world.store]
-    mounted = [world.ws, *(m.path for m in world.mounts())]
+    mounted = _mounted(world)
     return _attack(world, sb, READ_SECRETS, *map(str, paths), json.dumps(list(_ancestors(mounted))))
 
 
@@ -113,7 +123,7 @@ def test_cannot_read_other_workspaces_the_dataset_or_the_store(
         assert _blocked(res[name], errno.ENOENT), name  # not denied: not there at all
     # Nothing exists but the mounted paths and their ancestors, and an ancestor holds nothing
     # but the way to a mounted path: wherever the clone, the venv or the workspaces live.
-    mounted = [world.ws, *(m.path for m in world.mounts())]
+    mounted = _mounted(world)
     expected = _ancestors(mounted)
     expected["/"] |= SANDBOX_ROOT
     assert str(world.ws.parent) in expected  # the test would prove nothing otherwise
@@ -130,6 +140,43 @@ def test_cannot_read_other_workspaces_the_dataset_or_the_store(
 def test_read_attack_control_succeeds_without_sandbox(world: World) -> None:
     res = _read_secrets(world, UnsafeSandbox())
     assert res["other_ws"]["ok"] and res["dataset"]["ok"] and res["store"]["ok"]
+
+
+SYSTEM_DATA = """
+data = sys.argv[2]
+attempt("read", lambda: open(os.path.join(data, "latex.fmt")).read())
+attempt("write", lambda: open(os.path.join(data, "pwned"), "w").write("x"))
+attempt("ls parent", lambda: sorted(os.listdir(os.path.dirname(data))))
+report()
+"""
+
+
+@pytest.mark.sandbox
+def test_system_data_dirs_are_readable_and_read_only(
+    world: World,
+    bwrap: BwrapSandbox,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
+) -> None:
+    # TeX's format files live in /var/lib/texmf: without them every usetex test skips in the
+    # sandbox (matplotlib-23964's PASS_TO_PASS). A stand-in, since CI has no TeX; outside /tmp
+    # (the sandbox's own) and where the sandbox's user can reach it, as /var/lib is.
+    if not os.access("/var/tmp", os.W_OK):
+        pytest.skip("/var/tmp is not writable here")
+    parent = Path(tempfile.mkdtemp(prefix="swebounty-test-", dir="/var/tmp"))
+    request.addfinalizer(lambda: shutil.rmtree(parent))
+    parent.chmod(0o755)
+    data = parent / "texmf"
+    data.mkdir(mode=0o755)
+    (data / "latex.fmt").write_text("format")
+    (data / "latex.fmt").chmod(0o644)
+    (parent / "secret.txt").write_text("secret")
+    monkeypatch.setattr(bwrap_module, "SYSTEM_DATA_DIRS", (str(data), "/nonexistent/data"))
+    res = _attack(world, bwrap, SYSTEM_DATA, str(data))
+    assert res["read"] == {"ok": True, "value": "format"}, res["read"]
+    assert _blocked(res["write"], errno.EROFS)
+    assert res["ls parent"]["value"] == ["texmf"]  # its siblings stay out of view
+    assert not (data / "pwned").exists()
 
 
 MOUNTS = """

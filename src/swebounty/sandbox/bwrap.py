@@ -62,6 +62,9 @@ HOSTNAME = "sandbox"
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 # Top-level system entries bound read-only (or re-created as links on merged-/usr systems).
 _SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc")
+# Shared data that system packages keep under /var and tests need (TeX's format files: without
+# them every `usetex` test skips; fontconfig's cache). Read-only, and nothing else of /var.
+SYSTEM_DATA_DIRS = ("/var/lib/texmf", "/var/cache/fontconfig")
 
 
 def find_bwrap() -> Path | None:
@@ -309,6 +312,9 @@ class BwrapSandbox:
                 args += ["--symlink", os.readlink(host), str(host)]
             elif host.is_dir():
                 args += ["--ro-bind", str(host), str(host)]
+        for data_dir in SYSTEM_DATA_DIRS:
+            if Path(data_dir).is_dir() and not Path(data_dir).is_symlink():
+                args += ["--ro-bind", data_dir, data_dir]
         for dest, data in _etc_files(self.uid, self.gid, tuple(policy.hosts)).items():
             fds.append(_memfd("swebounty-etc", data))
             args += ["--ro-bind-data", str(fds[-1]), dest]
