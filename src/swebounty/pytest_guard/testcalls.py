@@ -91,6 +91,12 @@ class TestCalls:
         yield
 
     @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item):
+        # A test (or its rerun) starts: its call is yet to come. Not as its setup is reported:
+        # pytest-rerunfailures reports an attempt's phases after all of them ran.
+        self.reached.pop(item.nodeid, None)
+
+    @pytest.hookimpl(tryfirst=True)
     def pytest_load_initial_conftests(self):
         self.reads.snapshot_builtins()  # before any conftest.py runs
 
@@ -142,8 +148,6 @@ class TestCalls:
         """The guard's problem for a test report (a pass of a test's call), or None. The first
         few are named; one is enough to flag the attempt, and the list keeps room for others."""
         nodeid = report.nodeid
-        if report.when == "setup":  # a test (or its rerun) starts: its call is yet to come
-            self.reached.pop(nodeid, None)
         if report.when == "teardown":  # what its pass read, changed and not undone
             return self._doubt(nodeid, self.reads.end(nodeid, self.guard.genuine.codes))
         if report.when != "call" or report.outcome != "passed":
