@@ -27,8 +27,11 @@ functools.wraps): unwrap() accepts one only when every link from it to the test 
   proven chain must then reach the function it named;
 - or it only forwards its arguments to the one function its closure holds (Hypothesis's
   signature-copying wrapper, compiled from a string): its bytecode is read, instruction by
-  instruction. Such a forwarder takes its test's file and line as its own; that claim must be
-  the file and line of genuine code further in the chain.
+  instruction (forwarders.py). Such a forwarder takes its test's file and line as its own;
+  that claim must be the file and line of genuine code further in the chain.
+A test function may also be functools.partial(contextvars.Context.run, test) (pypa/build's
+conftest.py runs each test in a copy of the context so): that C code calls the test with
+exactly the arguments it is given, and function_of reads through it (forwarders.py).
 What this cannot prove: what a genuine wrapper does with the rest of what it holds (mock.patch's
 target and replacement, Hypothesis's strategies and settings, a project decorator's
 arguments): a submission that rebuilds the decorator around the genuine test with arguments
@@ -39,7 +42,8 @@ ran: the chain is read before and after, not during.
 Python 3.6+, standard library only; no code of the workspace runs while it checks.
 """
 
-import opcode
+import importlib.util
+import os
 import sys
 import types
 
@@ -47,6 +51,20 @@ import types
 # `__dict__` property (py's apipkg does, and imports every lazy submodule in it: 0.08 s of
 # seaborn's session end); reading it that way runs no code of the module's class.
 _MODULE_DICT = types.ModuleType.__dict__["__dict__"]
+
+
+def _sibling(name):
+    """A module of this directory, loaded as the runners load this one (never from sys.path,
+    where the workspace could shadow it)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".py")
+    spec = importlib.util.spec_from_file_location("swebounty_" + name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_forwarders = _sibling("forwarders")
+forwards = _forwarders.forwards
 
 
 def namespace(module):
@@ -60,6 +78,8 @@ def namespace(module):
 def function_of(obj):
     """The Python function that runs when `obj` is called (or is the member), or None for
     code the guard cannot read (written in C, a functools.partial, ...)."""
+    through = _forwarders.run_in_context(obj)
+    obj = obj if through is None else through
     obj = getattr(obj, "__func__", obj)  # bound methods, staticmethod, classmethod
     if isinstance(obj, types.FunctionType):
         return obj
@@ -230,22 +250,9 @@ def _index(top):
 # ---------------------------------------------------------------------- decorators' wrappers
 
 _MAX_LINKS = 8
-_OPNAME = tuple(opcode.opname)  # the interpreter's, as it was before the workspace ran
-_EXTENDED_ARG = opcode.opmap["EXTENDED_ARG"]
 _INSTANCE_DICT = type(types.FunctionType.__dict__["__dict__"])  # a slot only C code makes
 # A class's own namespace and bases, whatever its metaclass says they are.
 _TYPE_DICT, _MRO = type.__dict__["__dict__"], type.__dict__["__mro__"]
-# What a forwarder may do: load its arguments, constants and its one free variable, pack
-# *args and **kwargs, call once and return (Python 3.6 to 3.14 spell it with these).
-_QUIET = frozenset(("CACHE", "NOP", "RESUME", "COPY_FREE_VARS", "EXTENDED_ARG", "PUSH_NULL"))
-_PACK = frozenset((
-    "LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_BORROW", "LOAD_FAST_LOAD_FAST",
-    "LOAD_FAST_BORROW_LOAD_FAST_BORROW", "LOAD_CONST", "BUILD_TUPLE", "BUILD_LIST", "BUILD_MAP",
-    "LIST_EXTEND", "LIST_TO_TUPLE", "DICT_MERGE", "BUILD_TUPLE_UNPACK_WITH_CALL",
-    "BUILD_MAP_UNPACK_WITH_CALL", "KW_NAMES", "PRECALL",
-))  # fmt: skip
-_CALLS = frozenset(("CALL", "CALL_KW", "CALL_FUNCTION", "CALL_FUNCTION_KW", "CALL_FUNCTION_EX"))
-_LIST_TO_TUPLE = 6  # CALL_INTRINSIC_1's argument for it (3.12 and later)
 
 
 def unwrap(func, is_genuine):
@@ -333,35 +340,6 @@ def _names_on_the_way(func, target):
         if func is target:
             return True
     return False
-
-
-def forwards(func):
-    """Whether `func` only calls the one function its closure holds with its own arguments
-    and returns what it returns: its bytecode, read instruction by instruction."""
-    code = func.__code__
-    closure = func.__closure__ or ()
-    if len(code.co_freevars) != 1 or code.co_cellvars or len(closure) != 1:
-        return False
-    if not isinstance(_contents(closure[0]), types.FunctionType):
-        return False
-    if getattr(code, "co_exceptiontable", b""):
-        return False  # a handler could turn the test's failure into a return
-    free = code.co_nlocals if sys.version_info >= (3, 11) else 0
-    names, extended, ops = [], 0, code.co_code
-    for i in range(0, len(ops) - 1, 2):
-        op, arg = ops[i], ops[i + 1] | extended
-        extended = arg << 8 if op == _EXTENDED_ARG else 0
-        if not extended:
-            names.append((_OPNAME[op], arg))
-    loads = [(n, a) for n, a in names if n not in _QUIET]
-    calls = [n for n, _ in loads if n in _CALLS]
-    if not loads or loads[0] != ("LOAD_DEREF", free) or len(calls) != 1:
-        return False
-    if loads[-1][0] != "RETURN_VALUE" or loads[-2][0] not in _CALLS:
-        return False
-    return all(
-        n in _PACK or (n == "CALL_INTRINSIC_1" and a == _LIST_TO_TUPLE) for n, a in loads[1:-2]
-    )
 
 
 def _closure_functions(func):
