@@ -25,10 +25,11 @@ functools.wraps): unwrap() accepts one only when every link from it to the test 
   `__wrapped__` a later functools.wraps set (matplotlib's image_comparison, around
   contextlib's decorator) leads through the one held function whose names lead to it, and the
   proven chain must then reach the function it named;
-- or it only forwards its arguments to the one function its closure holds (Hypothesis's
-  signature-copying wrapper, compiled from a string): its bytecode is read, instruction by
-  instruction (forwarders.py). Such a forwarder takes its test's file and line as its own;
-  that claim must be the file and line of genuine code further in the chain.
+- or it is a forwarder (forwarders.py), code no file holds that is proven by reading it to
+  pass its arguments on: to the one function its closure holds (Hypothesis's signature-copying
+  wrapper), which takes its test's file and line as its own, a claim that must be the file
+  and line of genuine code further in the chain; or, with the function it holds, to a genuine
+  caller proven to call it (SQLAlchemy's util.decorator: `return target(fn, self)`).
 A test function may also be functools.partial(contextvars.Context.run, test) (pypa/build's
 conftest.py runs each test in a copy of the context so): that C code calls the test with
 exactly the arguments it is given, and function_of reads through it (forwarders.py).
@@ -64,7 +65,7 @@ def _sibling(name):
 
 
 _forwarders = _sibling("forwarders")
-forwards = _forwarders.forwards
+forwards, hands_on, held = _forwarders.forwards, _forwarders.hands_on, _forwarders.held
 
 
 def namespace(module):
@@ -106,6 +107,7 @@ class Genuine:
         self.config = None  # pytest's, for its assertion rewriting
         self._files = {}  # real path -> {(name, first line): [code]}
         self._rewritten = {}
+        self._sources = {}  # real path -> the bytes compiled (None: unreadable)
 
     def remember_module(self, module, real):
         if real:
@@ -169,17 +171,24 @@ class Genuine:
         """Every code object of the file at `real`, nested ones too (compiled once)."""
         return [c for found in self._codes(real).values() for c in found]
 
-    def _source(self, real):
-        if real in self.pinned:
-            return bytes.fromhex(self.pinned[real])
-        with open(real, "rb") as f:
-            return f.read()
+    def source(self, real):
+        """The bytes the file at `real` is compiled from (read once a run), or None."""
+        if real not in self._sources:
+            try:
+                if real in self.pinned:
+                    self._sources[real] = bytes.fromhex(self.pinned[real])
+                else:
+                    with open(real, "rb") as f:
+                        self._sources[real] = f.read()
+            except (OSError, ValueError):
+                self._sources[real] = None
+        return self._sources[real]
 
     def _codes(self, real):
         found = self._files.get(real)
         if found is None:
             try:
-                top = compile(self._source(real), real, "exec", dont_inherit=True)
+                top = compile(self.source(real), real, "exec", dont_inherit=True)
             except (OSError, SyntaxError, ValueError, TypeError):
                 top = None
             found = self._files[real] = _index(top)
@@ -200,7 +209,7 @@ class Genuine:
         import ast
 
         try:
-            source = self._source(real)
+            source = self.source(real)
             tree = ast.parse(source)
         except (OSError, SyntaxError, ValueError, TypeError):
             return None
@@ -255,11 +264,13 @@ _INSTANCE_DICT = type(types.FunctionType.__dict__["__dict__"])  # a slot only C 
 _TYPE_DICT, _MRO = type.__dict__["__dict__"], type.__dict__["__mro__"]
 
 
-def unwrap(func, is_genuine):
+def unwrap(func, is_genuine, source_of=None):
     """Why `func` (a test method's function) is not proven to run its test's own code (a
     clause: "is not the code of FILE"), or None.
     `is_genuine(f)`: whether f is genuine code of a trusted file (Genuine.check, for the
-    caller's files). A function that is genuine and wraps nothing is the test itself."""
+    caller's files). A function that is genuine and wraps nothing is the test itself.
+    `source_of(f)`: the bytes of genuine f's file as Genuine compiled them (Genuine.source),
+    which prove a caller's forwarder's caller; without it, such a forwarder is not believed."""
     chain, forwarders, promised = [func], [], []
     while True:
         if len(chain) > _MAX_LINKS:
@@ -272,7 +283,12 @@ def unwrap(func, is_genuine):
             forwarders.append(len(chain) - 1)
             inner = func.__closure__[0].cell_contents
         else:
-            return "is not the code of %s" % _where(func)
+            caller, inner = hands_on(func) or (None, None)
+            if caller is None:
+                return "is not the code of %s" % _where(func)
+            why = _forwarders.caller_problem(caller, is_genuine, source_of)
+            if why:
+                return "has a wrapper from %s that hands it to %s" % (_where(func), why)
         if inner is None:
             break
         if not isinstance(inner, types.FunctionType):

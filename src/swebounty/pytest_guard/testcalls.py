@@ -59,7 +59,7 @@ class TestCalls:
         self.guard = guard  # its _code_ok, genuine, config and session
         self.genuine = genuine  # the module
         self.fixtures = fixtures.Fixtures(self)  # what the test function is called with
-        self.reads = reads.Reads()  # what it reads besides: defaults, globals
+        self.reads = reads.Reads(genuine.held)  # what it reads besides: defaults, globals
         self.doubted = 0  # passes not believed
         self.reached = {}  # nodeid -> (item, why its test function is not believed, or None)
         self.function = self.runtest = None  # pytest's Function class and runtest (snapshot)
@@ -233,8 +233,12 @@ class TestCalls:
         # The module pytest loaded (in its importlib mode, it may not be in sys.modules).
         self._module = getattr(item, "module", None)
         self._modules()
-        why = self.genuine.unwrap(func, self.guard._code_ok)
+        why = self.genuine.unwrap(func, self.guard._code_ok, self.source)
         return "its test function %s" % why if why else None
+
+    def source(self, func):
+        """The bytes of `func`'s file as genuine.py compiled them (a caller's proof reads them)."""
+        return self.guard.genuine.source(self.guard._real(func.__code__.co_filename))
 
     def _path_problem(self, item):
         guard = self.guard
