@@ -1,14 +1,16 @@
-"""The pytest guard on honest runs whose tests the guard must read through their decorators and
-their era's assertion rewriting: a false tamper flag is a wrong verdict (both were found on real
-SWE-bench Lite tasks: matplotlib's image_comparison, pytest 4.4's own tests)."""
+"""The pytest guard on honest runs whose tests the guard must read through their decorators,
+their era's assertion rewriting and a rerun plugin's reporting: a false tamper flag is a wrong
+verdict (found on real SWE-bench Lite tasks: matplotlib's image_comparison, pytest 4.4's own
+tests; and on a fresh candidate: pypa/build's flaky tests, pytest-rerunfailures)."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 
-from test_pytest_guard import OLD, _guarded_run, _venv
+from test_pytest_guard import OLD, _guarded_run, _plugin_site, _venv
 
 # matplotlib's image_comparison stacks functools.wraps over contextlib's decorator over its own
 # functools.wraps wrapper: the outer __wrapped__ names the test, the closure holds the wrapper.
@@ -66,3 +68,51 @@ def test_decorated_and_rewritten_tests_are_believed(tmp_path: Path, kind: str) -
                                "tests/test_x.py::test_bad": "failed",
                                "tests/test_x.py::test_stacked": "passed",
                                "tests/test_x.py::test_stacked_bad": "failed"}  # fmt: skip
+
+
+# An installed plugin that reruns a failing test as pytest-rerunfailures does: each attempt's
+# phases run first (runtestprotocol with log=False), then their reports are logged.
+RERUNS = """
+import pytest
+from _pytest.runner import runtestprotocol
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    for attempt in range(2):
+        item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+        reports = runtestprotocol(item, nextitem=nextitem, log=False)
+        for report in reports:
+            if attempt == 0 and report.failed:
+                report.outcome = "rerun"
+                item.ihook.pytest_runtest_logreport(report=report)
+                break
+            item.ihook.pytest_runtest_logreport(report=report)
+        else:
+            item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+            return True
+        item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+    return True
+"""
+FLAKY = """
+
+_calls = []
+
+
+def test_flaky():
+    _calls.append(1)
+    assert len(_calls) == 2
+"""
+
+
+def test_passes_reported_after_their_attempt_ran_are_believed(tmp_path: Path) -> None:
+    """pypa/build's flaky tests (pytest-rerunfailures): the guard forgot a call as its setup
+    was reported, after the call had run ("not called through pytest's pytest_pyfunc_call")."""
+    site = _plugin_site(tmp_path, "reruns", RERUNS)
+    run = _guarded_run(
+        Path(sys.prefix), tmp_path / "run", tamper=False, site=site, extra_test=FLAKY
+    )
+    assert run is not None and run.problems == []
+    assert run.statuses == {"tests/test_x.py::test_ok": "passed",
+                            "tests/test_x.py::test_bad": "failed",
+                            "tests/test_x.py::test_flaky": "passed"}  # fmt: skip

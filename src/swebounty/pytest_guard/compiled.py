@@ -38,6 +38,7 @@ FILES = (
     "run_pytest.py",
     "swebounty_guard.py",
     "genuine.py",
+    "forwarders.py",
     "machinery.py",
     "reportclass.py",
     "junitfile.py",

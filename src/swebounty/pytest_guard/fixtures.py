@@ -238,7 +238,7 @@ class Fixtures:
             return " " + why
         if func is None:
             return " is not Python code"
-        why = self.genuine.unwrap(func, self.calls.guard._code_ok)
+        why = self.genuine.unwrap(func, self.calls.guard._code_ok, self.calls.source)
         if why:
             return " " + why
         if not self._reaches(func, self.genuine.function_of(collected)):

@@ -25,10 +25,14 @@ functools.wraps): unwrap() accepts one only when every link from it to the test 
   `__wrapped__` a later functools.wraps set (matplotlib's image_comparison, around
   contextlib's decorator) leads through the one held function whose names lead to it, and the
   proven chain must then reach the function it named;
-- or it only forwards its arguments to the one function its closure holds (Hypothesis's
-  signature-copying wrapper, compiled from a string): its bytecode is read, instruction by
-  instruction. Such a forwarder takes its test's file and line as its own; that claim must be
-  the file and line of genuine code further in the chain.
+- or it is a forwarder (forwarders.py), code no file holds that is proven by reading it to
+  pass its arguments on: to the one function its closure holds (Hypothesis's signature-copying
+  wrapper), which takes its test's file and line as its own, a claim that must be the file
+  and line of genuine code further in the chain; or, with the function it holds, to a genuine
+  caller proven to call it (SQLAlchemy's util.decorator: `return target(fn, self)`).
+A test function may also be functools.partial(contextvars.Context.run, test) (pypa/build's
+conftest.py runs each test in a copy of the context so): that C code calls the test with
+exactly the arguments it is given, and function_of reads through it (forwarders.py).
 What this cannot prove: what a genuine wrapper does with the rest of what it holds (mock.patch's
 target and replacement, Hypothesis's strategies and settings, a project decorator's
 arguments): a submission that rebuilds the decorator around the genuine test with arguments
@@ -39,7 +43,8 @@ ran: the chain is read before and after, not during.
 Python 3.6+, standard library only; no code of the workspace runs while it checks.
 """
 
-import opcode
+import importlib.util
+import os
 import sys
 import types
 
@@ -47,6 +52,20 @@ import types
 # `__dict__` property (py's apipkg does, and imports every lazy submodule in it: 0.08 s of
 # seaborn's session end); reading it that way runs no code of the module's class.
 _MODULE_DICT = types.ModuleType.__dict__["__dict__"]
+
+
+def _sibling(name):
+    """A module of this directory, loaded as the runners load this one (never from sys.path,
+    where the workspace could shadow it)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".py")
+    spec = importlib.util.spec_from_file_location("swebounty_" + name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_forwarders = _sibling("forwarders")
+forwards, hands_on, held = _forwarders.forwards, _forwarders.hands_on, _forwarders.held
 
 
 def namespace(module):
@@ -60,6 +79,8 @@ def namespace(module):
 def function_of(obj):
     """The Python function that runs when `obj` is called (or is the member), or None for
     code the guard cannot read (written in C, a functools.partial, ...)."""
+    through = _forwarders.run_in_context(obj)
+    obj = obj if through is None else through
     obj = getattr(obj, "__func__", obj)  # bound methods, staticmethod, classmethod
     if isinstance(obj, types.FunctionType):
         return obj
@@ -86,6 +107,7 @@ class Genuine:
         self.config = None  # pytest's, for its assertion rewriting
         self._files = {}  # real path -> {(name, first line): [code]}
         self._rewritten = {}
+        self._sources = {}  # real path -> the bytes compiled (None: unreadable)
 
     def remember_module(self, module, real):
         if real:
@@ -149,17 +171,24 @@ class Genuine:
         """Every code object of the file at `real`, nested ones too (compiled once)."""
         return [c for found in self._codes(real).values() for c in found]
 
-    def _source(self, real):
-        if real in self.pinned:
-            return bytes.fromhex(self.pinned[real])
-        with open(real, "rb") as f:
-            return f.read()
+    def source(self, real):
+        """The bytes the file at `real` is compiled from (read once a run), or None."""
+        if real not in self._sources:
+            try:
+                if real in self.pinned:
+                    self._sources[real] = bytes.fromhex(self.pinned[real])
+                else:
+                    with open(real, "rb") as f:
+                        self._sources[real] = f.read()
+            except (OSError, ValueError):
+                self._sources[real] = None
+        return self._sources[real]
 
     def _codes(self, real):
         found = self._files.get(real)
         if found is None:
             try:
-                top = compile(self._source(real), real, "exec", dont_inherit=True)
+                top = compile(self.source(real), real, "exec", dont_inherit=True)
             except (OSError, SyntaxError, ValueError, TypeError):
                 top = None
             found = self._files[real] = _index(top)
@@ -180,7 +209,7 @@ class Genuine:
         import ast
 
         try:
-            source = self._source(real)
+            source = self.source(real)
             tree = ast.parse(source)
         except (OSError, SyntaxError, ValueError, TypeError):
             return None
@@ -230,29 +259,18 @@ def _index(top):
 # ---------------------------------------------------------------------- decorators' wrappers
 
 _MAX_LINKS = 8
-_OPNAME = tuple(opcode.opname)  # the interpreter's, as it was before the workspace ran
-_EXTENDED_ARG = opcode.opmap["EXTENDED_ARG"]
 _INSTANCE_DICT = type(types.FunctionType.__dict__["__dict__"])  # a slot only C code makes
 # A class's own namespace and bases, whatever its metaclass says they are.
 _TYPE_DICT, _MRO = type.__dict__["__dict__"], type.__dict__["__mro__"]
-# What a forwarder may do: load its arguments, constants and its one free variable, pack
-# *args and **kwargs, call once and return (Python 3.6 to 3.14 spell it with these).
-_QUIET = frozenset(("CACHE", "NOP", "RESUME", "COPY_FREE_VARS", "EXTENDED_ARG", "PUSH_NULL"))
-_PACK = frozenset((
-    "LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_BORROW", "LOAD_FAST_LOAD_FAST",
-    "LOAD_FAST_BORROW_LOAD_FAST_BORROW", "LOAD_CONST", "BUILD_TUPLE", "BUILD_LIST", "BUILD_MAP",
-    "LIST_EXTEND", "LIST_TO_TUPLE", "DICT_MERGE", "BUILD_TUPLE_UNPACK_WITH_CALL",
-    "BUILD_MAP_UNPACK_WITH_CALL", "KW_NAMES", "PRECALL",
-))  # fmt: skip
-_CALLS = frozenset(("CALL", "CALL_KW", "CALL_FUNCTION", "CALL_FUNCTION_KW", "CALL_FUNCTION_EX"))
-_LIST_TO_TUPLE = 6  # CALL_INTRINSIC_1's argument for it (3.12 and later)
 
 
-def unwrap(func, is_genuine):
+def unwrap(func, is_genuine, source_of=None):
     """Why `func` (a test method's function) is not proven to run its test's own code (a
     clause: "is not the code of FILE"), or None.
     `is_genuine(f)`: whether f is genuine code of a trusted file (Genuine.check, for the
-    caller's files). A function that is genuine and wraps nothing is the test itself."""
+    caller's files). A function that is genuine and wraps nothing is the test itself.
+    `source_of(f)`: the bytes of genuine f's file as Genuine compiled them (Genuine.source),
+    which prove a caller's forwarder's caller; without it, such a forwarder is not believed."""
     chain, forwarders, promised = [func], [], []
     while True:
         if len(chain) > _MAX_LINKS:
@@ -265,7 +283,12 @@ def unwrap(func, is_genuine):
             forwarders.append(len(chain) - 1)
             inner = func.__closure__[0].cell_contents
         else:
-            return "is not the code of %s" % _where(func)
+            caller, inner = hands_on(func) or (None, None)
+            if caller is None:
+                return "is not the code of %s" % _where(func)
+            why = _forwarders.caller_problem(caller, is_genuine, source_of)
+            if why:
+                return "has a wrapper from %s that hands it to %s" % (_where(func), why)
         if inner is None:
             break
         if not isinstance(inner, types.FunctionType):
@@ -333,35 +356,6 @@ def _names_on_the_way(func, target):
         if func is target:
             return True
     return False
-
-
-def forwards(func):
-    """Whether `func` only calls the one function its closure holds with its own arguments
-    and returns what it returns: its bytecode, read instruction by instruction."""
-    code = func.__code__
-    closure = func.__closure__ or ()
-    if len(code.co_freevars) != 1 or code.co_cellvars or len(closure) != 1:
-        return False
-    if not isinstance(_contents(closure[0]), types.FunctionType):
-        return False
-    if getattr(code, "co_exceptiontable", b""):
-        return False  # a handler could turn the test's failure into a return
-    free = code.co_nlocals if sys.version_info >= (3, 11) else 0
-    names, extended, ops = [], 0, code.co_code
-    for i in range(0, len(ops) - 1, 2):
-        op, arg = ops[i], ops[i + 1] | extended
-        extended = arg << 8 if op == _EXTENDED_ARG else 0
-        if not extended:
-            names.append((_OPNAME[op], arg))
-    loads = [(n, a) for n, a in names if n not in _QUIET]
-    calls = [n for n, _ in loads if n in _CALLS]
-    if not loads or loads[0] != ("LOAD_DEREF", free) or len(calls) != 1:
-        return False
-    if loads[-1][0] != "RETURN_VALUE" or loads[-2][0] not in _CALLS:
-        return False
-    return all(
-        n in _PACK or (n == "CALL_INTRINSIC_1" and a == _LIST_TO_TUPLE) for n, a in loads[1:-2]
-    )
 
 
 def _closure_functions(func):

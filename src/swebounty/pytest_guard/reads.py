@@ -68,14 +68,19 @@ def change(func, before):
     return None
 
 
-def chain(func):
-    """`func` and the functions its closures hold, and theirs (at most _MAX_LINKS)."""
+def chain(func, held=None):
+    """`func` and the functions its closures hold, and theirs (at most _MAX_LINKS). `held(f)`:
+    the functions a link holds, if not only its closure's (genuine.held: a generated
+    forwarder's caller and the function it hands on, which its globals hold)."""
     todo, seen = [func] if type(func) is types.FunctionType else [], []
     while todo and len(seen) < _MAX_LINKS:
         f = todo.pop()
         if any(f is s for s in seen):
             continue
         seen.append(f)
+        if held is not None:
+            todo.extend(h for h in held(f) if type(h) is types.FunctionType)
+            continue
         for cell in f.__closure__ or ():
             with contextlib.suppress(ValueError):  # an empty cell
                 if type(cell.cell_contents) is types.FunctionType:
@@ -86,15 +91,18 @@ def chain(func):
 class Reads:
     """The functions and namespaces as first seen, and each running test's reads."""
 
-    chain = staticmethod(chain)  # fixtures.py follows wrappers the same way
-
-    def __init__(self):
+    def __init__(self, held=None):
+        self.held = held  # what a link holds (chain)
         self.functions = {}  # id -> (function, its state when first seen)
         self.spaces = {}  # id -> (namespace, a copy when first seen, its file)
         self.builtins = ({}, {})  # the builtins and their copy (snapshot_builtins)
         self.tests = {}  # test id -> [pairs, changed when it started, changed while it ran]
         self._names = {}  # id(code) -> (code, the names it and its nested code hold)
         self._excused = (-1, frozenset())
+
+    def chain(self, func):
+        """`func` and the functions its wrappers hold (fixtures.py follows them the same way)."""
+        return chain(func, self.held)
 
     # ------------------------------------------------------------------ recording
 
@@ -105,13 +113,13 @@ class Reads:
 
     def remember(self, func):
         """`func` and the functions its wrappers hold, as they are now (once each)."""
-        for f in chain(func):
+        for f in self.chain(func):
             if id(f) not in self.functions:  # kept alive: no id is reused
                 self.functions[id(f)] = (f, state(f))
 
     def changed(self, func):
         """What of `func` or a function its wrappers hold changed since remembered, or None."""
-        for f in chain(func):
+        for f in self.chain(func):
             seen = self.functions.get(id(f))
             if seen is not None and seen[0] is f:
                 why = change(f, seen[1])
@@ -134,7 +142,7 @@ class Reads:
     def start(self, test, readers):
         """As `test` starts: the names its `readers` (its function, its fixtures' functions)
         read, and which of them are changed already."""
-        pairs, helpers = self._reads([g for f in readers for g in chain(f)])
+        pairs, helpers = self._reads([g for f in readers for g in self.chain(f)])
         self.tests[test] = [pairs, helpers, set(self._changes(pairs)), {}, False]
 
     def look(self, test, passed=False):

@@ -59,7 +59,7 @@ class TestCalls:
         self.guard = guard  # its _code_ok, genuine, config and session
         self.genuine = genuine  # the module
         self.fixtures = fixtures.Fixtures(self)  # what the test function is called with
-        self.reads = reads.Reads()  # what it reads besides: defaults, globals
+        self.reads = reads.Reads(genuine.held)  # what it reads besides: defaults, globals
         self.doubted = 0  # passes not believed
         self.reached = {}  # nodeid -> (item, why its test function is not believed, or None)
         self.function = self.runtest = None  # pytest's Function class and runtest (snapshot)
@@ -89,6 +89,12 @@ class TestCalls:
             why = "its test function could not be read (%s)" % type(exc).__name__
         self.reached[pyfuncitem.nodeid] = (pyfuncitem, why)
         yield
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item):
+        # A test (or its rerun) starts: its call is yet to come. Not as its setup is reported:
+        # pytest-rerunfailures reports an attempt's phases after all of them ran.
+        self.reached.pop(item.nodeid, None)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_load_initial_conftests(self):
@@ -142,8 +148,6 @@ class TestCalls:
         """The guard's problem for a test report (a pass of a test's call), or None. The first
         few are named; one is enough to flag the attempt, and the list keeps room for others."""
         nodeid = report.nodeid
-        if report.when == "setup":  # a test (or its rerun) starts: its call is yet to come
-            self.reached.pop(nodeid, None)
         if report.when == "teardown":  # what its pass read, changed and not undone
             return self._doubt(nodeid, self.reads.end(nodeid, self.guard.genuine.codes))
         if report.when != "call" or report.outcome != "passed":
@@ -229,8 +233,12 @@ class TestCalls:
         # The module pytest loaded (in its importlib mode, it may not be in sys.modules).
         self._module = getattr(item, "module", None)
         self._modules()
-        why = self.genuine.unwrap(func, self.guard._code_ok)
+        why = self.genuine.unwrap(func, self.guard._code_ok, self.source)
         return "its test function %s" % why if why else None
+
+    def source(self, func):
+        """The bytes of `func`'s file as genuine.py compiled them (a caller's proof reads them)."""
+        return self.guard.genuine.source(self.guard._real(func.__code__.co_filename))
 
     def _path_problem(self, item):
         guard = self.guard

@@ -49,7 +49,7 @@ class UnittestGuard:
         self, channel, config, restored, genuine, machinery, hypothesis_profile=None, reads=None
     ):
         self.channel = channel
-        self.reads = reads.Reads() if reads else None  # test methods' code and defaults
+        self.reads = reads.Reads(genuine.held) if reads else None  # test methods' code and defaults
         self.loaded = {}  # id -> each suite whose methods were remembered (kept alive)
         # Hypothesis tests without deadlines, speed checks or randomness (hypothesis_profile.py)
         self.hypothesis = (
@@ -235,13 +235,17 @@ class UnittestGuard:
         if method is None:
             return "its test method is not Python code"
         path = os.path.realpath(method.__code__.co_filename)
-        if not self._trusted(path) and not self._genuine_module.forwards(method):
+        forwarder = self._genuine_module.forwards(method) or self._genuine_module.hands_on(method)
+        if not self._trusted(path) and not forwarder:
             return "its test method comes from %s, not from the workspace's tests" % path
-        why = self._genuine_module.unwrap(method, self._is_genuine)
+        why = self._genuine_module.unwrap(method, self._is_genuine, self._source)
         if why:
             return "its test method %s" % why
         why = self.reads.changed(method) if self.reads is not None else None
         return "its test method's %s changed after it was loaded" % why if why else None
+
+    def _source(self, func):
+        return self.genuine.source(os.path.realpath(func.__code__.co_filename))
 
     def _trusted(self, path):
         """A file of the workspace the submission did not change, or of the environment."""
