@@ -301,11 +301,16 @@ def _cancel(
     pool.shutdown(wait=False, cancel_futures=True)
     deadline = time.monotonic() + _CANCEL_GRACE_S
     running = [f for f in futures if not f.done()]
-    while running and time.monotonic() < deadline:
+    warned = False
+    # Until every job has returned, not for a grace period only: the interpreter waits for the
+    # pool's threads at exit anyway, and a job slow to see the stop (a loaded machine) that
+    # starts a sandbox after the grace would hold the run for that sandbox's whole command.
+    while running:
         kill_running()  # again each round: a job may have started a sandbox meanwhile
         running = list(wait_futures(running, timeout=0.2).not_done)
-    if running:
-        log.warning("%d attempt(s) still finishing after the interruption", len(running))
+        if running and not warned and time.monotonic() > deadline:
+            log.warning("%d attempt(s) still finishing after the interruption", len(running))
+            warned = True
 
 
 def shelve_logs(log_dir: Path) -> None:

@@ -75,9 +75,6 @@ def interleave(tasks: list[Task]) -> list[Task]:
     return out
 
 
-_CANCEL_GRACE_S = 10.0
-
-
 def _local(
     todo: list[Task],
     ctx: EvalContext,
@@ -116,8 +113,8 @@ def _local(
         if ahead is not None:
             ahead.close(wait=False)  # builds under way end with the process
         running = [f for f in futures if not f.done()]
-        deadline = time.monotonic() + _CANCEL_GRACE_S
-        while running and time.monotonic() < deadline:
+        # Until every worker has returned (runs.py's _cancel says why), not for a grace only.
+        while running:
             kill_running()  # again each round: a worker may have started a sandbox meanwhile
             running = list(wait(running, timeout=0.2).not_done)
         raise
