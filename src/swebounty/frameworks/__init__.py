@@ -19,6 +19,7 @@ from swebounty.frameworks.django import Django
 from swebounty.frameworks.e2e import E2E
 from swebounty.frameworks.node import Node
 from swebounty.frameworks.pytest import Pytest
+from swebounty.frameworks.sympy import Sympy
 from swebounty.frameworks.unittest import Unittest
 from swebounty.tasks import Submission, Task
 from swebounty.verdicts import Verdict
@@ -44,8 +45,8 @@ class FrameworkError(Exception):
     limitation, never the submission's."""
 
 
-# Most specific first; the Python default last.
-FRAMEWORKS: list[Framework] = [E2E(), Node(), Django(), Unittest(), Pytest()]
+# Most specific first; the Python default last. sympy's runner applies only where pinned.
+FRAMEWORKS: list[Framework] = [E2E(), Node(), Django(), Unittest(), Sympy(), Pytest()]
 
 
 def by_name(name: str) -> Framework:

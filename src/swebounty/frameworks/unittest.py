@@ -20,7 +20,7 @@ unittest and not pytest.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
 from swebounty import fontcache, safefs
@@ -46,6 +46,8 @@ from swebounty.testing import MESSAGE_CHARS, TestOutcome, test_files
 from swebounty.unittestids import canonical, left_out, match_unittest, outcomes_of
 from swebounty.verdicts import Verdict
 
+# (task, the guard's message, the run, the run's timeout, labels) -> why it gave no results
+Reader = Callable[[Task, GuardResult | None, TestRun, float, Mapping[str, str]], str | None]
 MAX_TEST_FILE = 8 << 20  # a hidden test module larger than this is not pinned (genuine.py)
 _PAREN_ID = re.compile(r"^\w+ \([\w.]+\)$")
 _PYTEST_CONFIG = ("pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml")
@@ -175,14 +177,20 @@ def run_program(
     log_dir: Path,
     scratch: Path,
     result: TestRun,
-    program: Mapping[str, str],
+    program: Mapping[str, object],
     options: list[str],
     labels: Mapping[str, str],
     extra_infra: ExtraInfra | None = None,
+    *,
+    runner: Path = UNITTEST_RUNNER,
+    reader: Reader | None = None,
+    pinned: Sequence[str] = (),
 ) -> str | None:
     """Prepare the workspace (python.prepare) and run `program` (run_unittest.py's `script` or
     `module`) with `options` on `labels` (test file -> the name unittest loads it by) guarded
-    in `sandbox`, from the workspace's root."""
+    in `sandbox`, from the workspace's root. `runner`: the guarded runner to start (another
+    runner's: run_sympy.py), `reader` what fills `result` from its message (read_records);
+    `pinned`: more base files the guard gets the bytes of and trusts (a runner's own)."""
     ready = prepare(task, patch, ctx, sandbox, scratch, result, extra_infra)
     if ready is None:
         return None
@@ -191,8 +199,10 @@ def run_program(
     seeded = fontcache.seeds(env, sandbox, ctx.policy, task_env.env)
     # Read without following a link (what the hidden tests hold is the harness's to know).
     found = {p: safefs.read_beneath(workspace, p, MAX_TEST_FILE) for p in result.test_files}
+    found.update({p: safefs.read_beneath(workspace, p, MAX_TEST_FILE) for p in pinned})
     hidden = {p: data.hex() for p, data in found.items() if data is not None}
-    untrusted = [str(workspace / p) for p in files_in_patch(patch) if p not in ready.test_paths]
+    kept = {*ready.test_paths, *pinned}
+    untrusted = [str(workspace / p) for p in files_in_patch(patch) if p not in kept]
     config: dict[str, object] = {
         **program,
         "args": [*options, *dict.fromkeys(labels.values())],
@@ -215,7 +225,7 @@ def run_program(
     mounts += [Mount(path=p, ephemeral=True) for p in [workspace, *task_env.rw_paths]]
     key = new_key()
     python = task_env.test_prefix[0]
-    argv = runner_argv(python, guard_dir / "config.json", UNITTEST_RUNNER)
+    argv = runner_argv(python, guard_dir / "config.json", runner)
     argv, variables = ready.services.attach(sandbox, argv, task_env.env, mounts)
     policy = ctx.policy.model_copy(update={"env": variables, **ready.services.network()})
     run = sandbox.run(
@@ -234,7 +244,7 @@ def run_program(
     except ChannelTampered as exc:
         _tampered(result, [str(exc)])
         return None
-    why = read_records(task, guard, result, ctx.policy.timeout_s, labels)
+    why = (reader or read_records)(task, guard, result, ctx.policy.timeout_s, labels)
     return ready.services.explain(why, run)
 
 
@@ -246,26 +256,40 @@ def read_records(
     labels: Mapping[str, str],
 ) -> str | None:
     """Fill `result` from what the guard sent; why the run gave no usable results, or None."""
-    timeout = f"tests timed out after {timeout_s:.0f} s"
+    guard, why = received(guard, result, timeout_s)
     if guard is None:
-        return timeout if result.timed_out else (
-            f"the test process ended without sending results (exit code {result.exit_code})"
-        )  # fmt: skip
-    if guard.setup_exit is not None:
-        return f"installing the workspace failed (exit {guard.setup_exit}); see test_output.txt"
-    if guard.infra_restored:
-        result.test_infra_reverted += [f"{p} (after the install)" for p in guard.infra_restored]
-    if guard.problems:
-        _tampered(result, guard.problems)
-        return None
-    result.exit_code = guard.exitstatus
+        return why
     expected = task.FAIL_TO_PASS + task.PASS_TO_PASS
     result.outcomes = {**outcomes_of(guard.tests), **match_unittest(expected, guard.tests)}
     result.left_out = left_out(expected, guard.tests)
     result.uncollected = uncollected(labels, guard.tests)
     if result.timed_out:
-        return timeout
+        return f"tests timed out after {timeout_s:.0f} s"
     return disagreement(guard.exitstatus, outcomes_of(guard.tests))
+
+
+def received(
+    guard: GuardResult | None, result: TestRun, timeout_s: float
+) -> tuple[GuardResult | None, str | None]:
+    """(the guard's message, when its records are to be read; why the run gave no usable
+    results). What every guarded runner's message says before its records: no message, a
+    failed install, the infrastructure put back after it, tampering (`result` says so), and
+    the exit status the guard saw."""
+    if guard is None:
+        return None, f"tests timed out after {timeout_s:.0f} s" if result.timed_out else (
+            f"the test process ended without sending results (exit code {result.exit_code})"
+        )  # fmt: skip
+    if guard.setup_exit is not None:
+        return None, (
+            f"installing the workspace failed (exit {guard.setup_exit}); see test_output.txt"
+        )
+    if guard.infra_restored:
+        result.test_infra_reverted += [f"{p} (after the install)" for p in guard.infra_restored]
+    if guard.problems:
+        _tampered(result, guard.problems)
+        return None, None
+    result.exit_code = guard.exitstatus
+    return guard, None
 
 
 def uncollected(
