@@ -42,6 +42,7 @@ def test_the_runner_is_bin_test_its_module_its_helpers_and_the_options_it_has(
         files=("bin/test", "bin/get_minisym.py", "minisym/utilities/runtests.py",
                "minisym/utilities/pytest.py"),
         options=("--no-cache", "--verbose", "--no-subprocess"),
+        helpers=(("minisym.utilities.pytest", "minisym/utilities/pytest.py"),),
     )  # fmt: skip
     # No bin/test, or a runtests.py without sympy's classes: no runner.
     git_repo(tmp_path / "o__q", {k: v for k, v in PROJECT.items() if k != "bin/test"})

@@ -7,14 +7,16 @@ SWE-bench runs sympy's tests as `bin/test -C --verbose FILES`. swebounty runs th
 fails under pytest. This framework never applies by itself: the overrides file pins it for
 sympy's commits of that era (envs/overrides.toml), so no other task changes how it runs.
 
-The run is `python bin/test -C --verbose --no-subprocess FILES` (each option only when the
-base's bin/test has it: one process, so the guard sees every test), from the workspace's root,
+The run is `python bin/test --no-cache --verbose --no-subprocess FILES` (`-C` is --no-cache;
+each option only when the base's bin/test has it; one process, so the guard sees every test:
+the subprocess SWE-bench's run starts only sets a hash seed), from the workspace's root,
 through the unittest framework's steps (unittest.run_program) with its own guarded runner
-(pytest_guard/run_sympy.py and sympy_guard.py: the runner's module is loaded from the base's
-bytes and each result recorded as its own code reported it). The runner's files are the base
-commit's: bin/test, the bin/ modules it imports (get_sympy.py), the runner module and its test
-helpers (sympy/utilities/pytest.py: raises, XFAIL, slow, SKIP); a submission that changes them
-has them put back (`test_infra_reverted`) and is flagged `modifies_test_config`.
+(pytest_guard/run_sympy.py, sympy_guard.py, sympy_modules.py: the runner's module and its test
+helpers are loaded from the base's bytes, and each result is recorded as the runner's own code
+reported it). The runner's files are the base commit's: bin/test, the bin/ modules it imports
+(get_sympy.py), the runner module and its test helpers (sympy/utilities/pytest.py: raises,
+XFAIL, slow, SKIP); a submission that changes them has them put back (`test_infra_reverted`)
+and is flagged `modifies_test_config`.
 
 Records are named `file::function` (the function's own code name); SWE-bench's bare function
 names (`test_ccode_Relational`) are matched onto them by testids.py, and a module that failed to
@@ -62,6 +64,7 @@ class Runner:
     module_file: str  # sympy/utilities/runtests.py
     files: tuple[str, ...]  # every file the runner is made of (reverted, pinned)
     options: tuple[str, ...]
+    helpers: tuple[tuple[str, str], ...] = ()  # (module, file) of its test helpers
 
 
 class Sympy(UnittestRules):
@@ -98,7 +101,8 @@ class Sympy(UnittestRules):
             return own
 
         program = {"script": runner.script, "runner_module": runner.module,
-                   "runner_file": runner.module_file, "tests": result.test_files}  # fmt: skip
+                   "runner_file": runner.module_file, "helper_modules": dict(runner.helpers),
+                   "tests": result.test_files}  # fmt: skip
         labels = {f: f for f in result.test_files}
         task = with_runner(task, ["python", runner.script])
         with ctx.lease() as sandbox:
@@ -125,11 +129,16 @@ def runner_of(tree: BaseTree) -> Runner | None:
     files = [SCRIPT, *bin_modules, module_file, helpers]
     return Runner(
         script=SCRIPT,
-        module=module_file.removesuffix(".py").replace("/", "."),
+        module=_module(module_file),
         module_file=module_file,
         files=tuple(dict.fromkeys(f for f in files if tree.exists(f))),
         options=tuple(o.decode() for o in _OPTIONS if o in script),
+        helpers=((_module(helpers), helpers),) if tree.exists(helpers) else (),
     )
+
+
+def _module(path: str) -> str:
+    return path.removesuffix(".py").replace("/", ".")
 
 
 def read_results(

@@ -3,8 +3,8 @@
 Runs under the task's own interpreter (Python 3.6 and later), started by the harness as
 `python -S run_sympy.py CONFIG_JSON` with the channel key on stdin, like run_pytest.py, whose
 first steps it shares (read the key, install, restore the test infrastructure). Then:
-1. let the guard (sympy_guard.py) put its import hook for the runner's module first on
-   sys.meta_path, before any code of the workspace can run;
+1. let the guard (sympy_guard.py) put its import hook for the runner's modules first on
+   sys.meta_path (sympy_modules.py), before any code of the workspace can run;
 2. run `site` as the interpreter would have at start;
 3. run the runner script (`{"script": "bin/test", "args": [...]}`) as `__main__`, with the
    argv and sys.path `python bin/test` would give it (run_unittest.py's steps), and the
@@ -53,8 +53,9 @@ def main():
 
     program = _load("run_unittest")  # how a script runs as `__main__`, and its exit status
     guard = _load("sympy_guard").SympyGuard(
-        channel, config, restored, _load("genuine"), _load("machinery"), _load("reads")
-    )
+        channel, config, restored, _load("genuine"), _load("machinery"), _load("reads"),
+        _load("sympy_modules"),
+    )  # fmt: skip
     guard.install()
     site.main()  # .pth files and sitecustomize, as `python` runs them at start
     common._keep_site_for_children()

@@ -3,11 +3,12 @@ as the runner's own code reported it.
 
 sympy's runner is in the package it tests (sympy/utilities/runtests.py, which sympy/__init__.py
 imports): code of the submission runs before it is imported. An import hook put first on
-sys.meta_path before any code of the workspace runs loads it from the bytes the harness sent
-(the base's file) and wraps its reporter's methods on the class (`PyTestReporter.test_pass`,
-`test_fail`, ... `import_error`; `entering_filename`, `entering_test`, `leaving_filename` say
-what runs). Those and `SymPyTests.test_file` must be functions of the hook's own compile, with
-the module's namespace: a runner the workspace replaced gets no hooks, and nothing of it counts.
+sys.meta_path before any code of the workspace runs loads it, and the runner's test helpers,
+from the bytes the harness sent (sympy_modules.py); the guard then wraps its reporter's methods
+on the class (`PyTestReporter.test_pass`, `test_fail`, ... `import_error`; `entering_filename`,
+`entering_test`, `leaving_filename` say what runs). Those and `SymPyTests.test_file` must be
+functions of the hook's own compile, with the module's namespace: a runner the workspace
+replaced gets no hooks, and nothing of it counts.
 
 What a report is worth depends on who made it (as in unittest_guard.py):
 - bad news (a failure, an exception, a skip, an expected failure, an unexpected pass, a module
@@ -16,14 +17,15 @@ What a report is worth depends on who made it (as in unittest_guard.py):
   `f` still that test, run without a time limit (`self._timeout` is its caller's object's),
   the test genuinely its file's code: a function of a hidden test file (equal to compiling the
   harness's bytes, run in the namespace the runner executed that file in) or a wrapper proven
-  to run one (genuine.unwrap: sympy's `slow`), its code, defaults and the globals it reads
-  unchanged since its file was entered (reads.py), no Python tracer on; any other is a problem;
+  to run one (genuine.unwrap: sympy's `slow`), the file's namespace as its code made it when
+  its tests started (sympy_modules.py), the test's code, defaults and the globals it reads
+  unchanged since (reads.py), no Python tracer on; any other pass is a problem;
 - a test is named by its file and its function's own code name (`co_name`), never `__name__`
   or the name it is held under: a passing test put in place of a failing one passes as itself;
 - a test reported twice keeps the worse report; the runner's own wrappers' passes (a generator
   test's `lambda: func(*args)`, which no SWE-bench id names) are not recorded.
-At the end it checks that the runner's module is still the one it loaded, with the members it
-had (machinery.py), and sends everything, with the exit status, through the harness's channel.
+At the end it checks that the runner's modules are still the ones the hook loaded, with the
+members they had, and sends everything, with the exit status, through the harness's channel.
 Out of reach, as for the other guards (docs/integrity.md): code built against this guard, and a
 trace function set and removed within one test (it could jump over lines or rewrite locals).
 
@@ -60,7 +62,7 @@ _compile, _exec, _str = builtins.compile, builtins.exec, builtins.str
 class SympyGuard:
     """Loads sympy's runner, records its reports, checks and sends (module docstring)."""
 
-    def __init__(self, channel, config, restored, genuine, machinery, reads):
+    def __init__(self, channel, config, restored, genuine, machinery, reads, modules):
         self.channel, self.restored = channel, restored
         self.machinery, self._genuine_module = machinery, genuine
         self.workspace = os.path.join(_realpath(config["workspace"]), "")
@@ -74,12 +76,14 @@ class SympyGuard:
         self.hidden = {_realpath(_join(config["workspace"], p)) for p in config.get("tests", [])}
         self.module_name = config["runner_module"]
         self.runner_file = _join(config["workspace"], config["runner_file"])
-        self.runner_source = bytes.fromhex(pinned[config["runner_file"]])
+        files = {self.module_name: config["runner_file"], **config.get("helper_modules", {})}
+        sources = {n: (_join(config["workspace"], r), bytes.fromhex(pinned[r]))
+                   for n, r in files.items()}  # fmt: skip
         self.reads = reads.Reads()
-        self.module = self.namespace = self.snapshot = None
-        self.test_file_code = None
+        self.modules = modules.Modules(sources, self.genuine, machinery, reads.chain, self._hook)
+        self.namespace = self.test_file_code = None
         self.current = None  # (the runner's frame, the test it entered, its key)
-        self.file = None  # (the runner's frame, the test file's real path, its namespace)
+        self.file = None  # (the runner's frame, the file's real path, its namespace, a problem)
         self.tests = {}  # key -> {"status", "message", "kind", "doc"}
         self.problems, self.notes = [], []
         self.own = {}
@@ -89,23 +93,18 @@ class SympyGuard:
     def install(self):
         """The import hook first on sys.meta_path; the builtins and the guard's classes as
         they are before any code of the workspace runs."""
-        sys.meta_path.insert(0, _Finder(self))
+        self.modules.install()
         self.reads.snapshot_builtins()
-        for klass in (SympyGuard, _Finder):
+        for klass in (SympyGuard, type(self.modules)):
             self.genuine.remember_class(klass)
-        self.own = {k: self.machinery.describe(k) for k in (SympyGuard, _Finder)}
+        self.own = {k: self.machinery.describe(k) for k in (SympyGuard, type(self.modules))}
 
-    def load(self, module):
-        """Run the runner's module from the harness's bytes, then hook its reporter."""
-        if self.module is not None:
-            self._problem("sympy's runner (%s) was imported a second time" % self.module_name)
-            raise ImportError("swebounty: %s is loaded once per run" % self.module_name)
-        top = _compile(self.runner_source, self.runner_file, "exec", dont_inherit=True)
+    def _hook(self, name, module, codes):
+        """Wrap the reporter's methods of the runner's module, once its body ran."""
+        if name != self.module_name:
+            return
         namespace = self._genuine_module.namespace(module)
-        namespace["__file__"] = self.runner_file
-        self.module, self.namespace = module, namespace
-        _exec(top, namespace)
-        codes = {id(c): c for c in _codes_in(top)}
+        self.namespace = namespace
         runner, reporter = namespace.get(_RUNNER_CLASS), namespace.get(_REPORTER_CLASS)
         method = self._own_function(runner, _RUNNER_METHOD, codes)
         if method is None or self._own_function(reporter, "test_pass", codes) is None:
@@ -116,9 +115,7 @@ class SympyGuard:
         for name in (*_REPORTS, *_STEPS):
             original = self._own_function(reporter, name, codes)
             if original is not None:
-                type.__setattr__(reporter, name, self._hook(name, original))
-        self.snapshot = self.machinery.describe(module, self.genuine)
-        self.genuine.remember_module(module, _realpath(self.runner_file))
+                type.__setattr__(reporter, name, self._wrap(name, original))
 
     def _own_function(self, klass, name, codes):
         """`klass.name` if it is a function the runner's module made (None otherwise)."""
@@ -128,7 +125,7 @@ class SympyGuard:
         ok = type(func) is types.FunctionType and id(func.__code__) in codes
         return func if ok and func.__globals__ is self.namespace else None
 
-    def _hook(self, name, original):
+    def _wrap(self, name, original):
         guard = self
 
         def report(*args, **kwargs):
@@ -177,11 +174,14 @@ class SympyGuard:
         filename, gl = dict.get(local, "filename"), dict.get(local, "gl")
         if type(filename) is not _str or type(gl) is not dict:
             return
-        real = _realpath(filename)
-        self.file = (caller, real, gl)
-        self.current = None
+        real, why = _realpath(filename), None
         if real in self.hidden:
+            why = self.modules.namespace_problem(
+                gl, real, self.genuine._source(real), lambda f: self._is_genuine(f, real, gl),
+                self._genuine_module.attributes,
+            )  # fmt: skip
             self.reads.track(gl, real)
+        self.file, self.current = (caller, real, gl, why), None
 
     def _enter_test(self, caller, test, local):
         key = self._key(dict.get(local, "filename"), test)
@@ -219,8 +219,8 @@ class SympyGuard:
         if _realpath(test.__code__.co_filename) == _realpath(self.runner_file):
             ok = self._is_genuine(test, real, gl)
             return "" if ok else "its test comes from a copy of the runner's code"
-        if real not in self.hidden:
-            return "%s is not one of the hidden test files" % real
+        if real not in self.hidden or file[3]:
+            return file[3] or "%s is not one of the hidden test files" % real
         why = self._genuine_module.unwrap(test, lambda f: self._is_genuine(f, real, gl))
         if why:
             return "its test function %s" % why
@@ -289,22 +289,8 @@ class SympyGuard:
         for klass, before in self.own.items():
             if self.machinery.describe(klass) != before:
                 self._problem("the harness's own recorder (%s) was changed" % klass.__name__)
-        now = sys.modules.get(self.module_name)
-        if self.module is None:
-            if now is not None:
-                self._problem("sympy's runner (%s) was not the one the harness loads"
-                              % self.module_name)  # fmt: skip
-            else:
-                self.notes.append("sympy's runner (%s) was never imported" % self.module_name)
-        elif now is not None and now is not self.module:
-            self._problem("module %s was replaced in sys.modules" % self.module_name)
-        elif self.snapshot is not None:
-            after = self.machinery.describe(self.module)
-            changed = [k for k in self.snapshot if after.get(k) != self.snapshot[k]]
-            changed += [k for k in after if k not in self.snapshot]
-            if changed:
-                shown = ", ".join(sorted(changed)[:5])
-                self._problem("sympy's runner was changed: " + shown)
+        for problem in self.modules.check():
+            self._problem(problem)
         tracer = self._tracer()
         if tracer:
             self._problem(tracer)
@@ -320,37 +306,6 @@ class SympyGuard:
             "infra_restored": self.restored,
             "notes": self.notes,
         })  # fmt: skip
-
-
-class _Finder:
-    """Finds and loads sympy's runner module for the guard alone (importlib's protocols)."""
-
-    def __init__(self, guard):
-        self._guard = guard
-
-    def find_spec(self, fullname, path=None, target=None):
-        if fullname != self._guard.module_name:
-            return None
-        import importlib.util
-
-        spec = importlib.util.spec_from_loader(fullname, self, origin=self._guard.runner_file)
-        spec.has_location = True  # __file__, as the file's own loader sets it
-        return spec
-
-    def create_module(self, spec):
-        return None
-
-    def exec_module(self, module):
-        self._guard.load(module)
-
-
-def _codes_in(top):
-    found, stack = [], [top]  # every code object the runner's module holds
-    while stack:
-        code = stack.pop()
-        found.append(code)
-        stack.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
-    return found
 
 
 def _innermost(func, attributes):
