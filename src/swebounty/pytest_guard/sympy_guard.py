@@ -22,8 +22,9 @@ What a report is worth depends on who made it (as in unittest_guard.py):
   unchanged since (reads.py), no Python tracer on; any other pass is a problem;
 - a test is named by its file and its function's own code name (`co_name`), never `__name__`
   or the name it is held under: a passing test put in place of a failing one passes as itself;
-- a test reported twice keeps the worse report; the runner's own wrappers' passes (a generator
-  test's `lambda: func(*args)`, which no SWE-bench id names) are not recorded.
+- a test reported twice keeps the worse report; passes of the runner's own wrappers (a
+  generator test's `lambda: func(*args)`, which no SWE-bench id names) and of files that are
+  not hidden test files are not recorded.
 At the end it checks that the runner's modules are still the ones the hook loaded, with the
 members they had, and sends everything, with the exit status, through the harness's channel.
 Out of reach, as for the other guards (docs/integrity.md): code built against this guard, and a
@@ -163,7 +164,7 @@ class SympyGuard:
             if why:
                 self._problem("a pass of %s was not believed: %s" % (key, why))
                 return
-            if why is not None:  # "": the runner's own wrapper, which no id names
+            if why is not None:
                 return
         elif self.current is not None:
             self.reads.end(self.current[2], self._codes_of)
@@ -202,7 +203,8 @@ class SympyGuard:
         return "<no test>", "test"
 
     def _doubtful_pass(self, caller, ours, local):
-        """Why a pass is not believed; "" for the runner's own wrapper; None for a pass."""
+        """Why a pass is not believed; "" for a pass not to record (the runner's own wrapper,
+        a test of a file that is not a hidden test file); None for a pass."""
         if not ours:
             return "reported by %s, not by sympy's runner" % caller.f_code.co_filename
         current, file = self.current, self.file
@@ -219,8 +221,10 @@ class SympyGuard:
         if _realpath(test.__code__.co_filename) == _realpath(self.runner_file):
             ok = self._is_genuine(test, real, gl)
             return "" if ok else "its test comes from a copy of the runner's code"
-        if real not in self.hidden or file[3]:
-            return file[3] or "%s is not one of the hidden test files" % real
+        if real not in self.hidden:
+            return ""  # what the runner ran besides the hidden tests is not recorded
+        if file[3]:
+            return file[3]
         why = self._genuine_module.unwrap(test, lambda f: self._is_genuine(f, real, gl))
         if why:
             return "its test function %s" % why
