@@ -5,11 +5,13 @@ its refusals of forged passes are test_sympy_guard_attacks.py's."""
 from __future__ import annotations
 
 import subprocess
+import textwrap
 from pathlib import Path
 
 import pytest
 
 from sympy_guard_helpers import (
+    FIXED,
     HONEST,
     TEST_FILE,
     guarded,
@@ -77,3 +79,22 @@ def test_a_test_has_the_recursion_headroom_python_bin_test_gives_it(
     plain = subprocess.run([python, "bin/test", "--no-subprocess", TEST_FILE],
                            cwd=tmp_path / "ws", capture_output=True, text=True)  # fmt: skip
     assert plain.returncode == 0, plain.stdout + plain.stderr
+
+
+def test_globals_a_library_call_of_the_test_binds_are_the_tests_own(tmp_path: Path) -> None:
+    """sympy's var() and vring() bind symbols in their caller's module: a test reads names its
+    module never held, which the library made for it (sympy's test_wester.py::test_M38)."""
+    vring = """
+        def vring(names):  # "k1:3" binds k1 and k2 in the caller's module, as sympy's does
+            import sys
+
+            head, _, end = names.partition(":")
+            for i in range(int(head[1:]), int(end)):
+                sys._getframe(1).f_globals[head[0] + str(i)] = i
+    """
+    calc = textwrap.dedent(FIXED) + textwrap.dedent(vring)
+    tests = "from minisym.calc import vring\n\n\ndef test_M38():\n    vring('k1:3')\n"
+    tests += "    assert k1 + k2 == 3\n"
+    result, _ = guarded(tmp_path, calc=calc, tests=tests)
+    assert result is not None and result.problems == []
+    assert statuses(result) == {f"{TEST_FILE}::test_M38": "passed"}

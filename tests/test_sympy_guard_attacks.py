@@ -294,3 +294,25 @@ def test_a_helper_imported_from_the_runners_helpers_and_rebound_is_a_problem(
     assert statuses(result).get(f"{TEST_FILE}::test_raises") != "passed"
     assert any("its module's raises is not minisym.utilities.pytest's" in p
                for p in result.problems)  # fmt: skip
+
+
+SHADOW_A_BUILTIN = """
+import sys
+
+def double(x):
+    # From test_ok, shadow a builtin the tests after it read with a module global of theirs.
+    sys._getframe(1).f_globals["len"] = lambda value: 3
+    return x * 2
+
+def name():
+    return "minisym"
+"""
+
+
+def test_a_builtin_shadowed_in_the_test_module_at_run_time_is_a_problem(tmp_path: Path) -> None:
+    tests = TESTS + '\n\ndef test_len():\n    assert len("ab") == 3\n'
+    result, _ = guarded(tmp_path, calc=SHADOW_A_BUILTIN, tests=tests)
+    assert result is not None
+    assert statuses(result).get(f"{TEST_FILE}::test_len") != "passed"
+    assert any(f"a pass of {TEST_FILE}::test_len was not believed: it reads len of" in p
+               for p in result.problems)  # fmt: skip

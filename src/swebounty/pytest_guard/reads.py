@@ -22,7 +22,9 @@ name, transitively; each must hold the value it had, unless:
   attribute of that name set or deleted (setup_module's `module.X = ...`), or the name in a
   string (monkeypatch.setattr(module, "X", ...), mock.patch("tests.test_x.X")); or
 - the change was made and undone within the test (not there as it started, gone after its
-  teardown): a fixture's monkeypatch, mock.patch, freezegun, pyfakefs.
+  teardown): a fixture's monkeypatch, mock.patch, freezegun, pyfakefs; or
+- (the sympy guard's runs only: `created`) neither the module nor the builtins held the name
+  when first seen: a call of the test's own made it (sympy's var() and vring()).
 What this cannot prove: a container changed in place (its identity stays), a class's
 attributes, the globals of other modules (the package's own, test helpers' modules), what
 ran between the checks (a change made and put back by the submission during one test), nor
@@ -161,6 +163,16 @@ class Reads:
                 return "it calls %s of %s, whose %s changed after it was imported" % (
                     func.__name__, entry[2], why)  # fmt: skip
         return None
+
+    def created(self, test):
+        """Forget, for `test`, the globals it reads that neither their module nor the builtins
+        held when first seen: without them it could only raise NameError, so a call of its
+        own made them (sympy's var() and vring() bind symbols in their caller's module). Used
+        by the sympy guard only, before `end`."""
+        record = self.tests.get(test)
+        for key, (entry, name) in list(record[3].items()) if record is not None else ():
+            if entry is not None and name not in entry[1] and name not in self.builtins[1]:
+                del record[3][key]
 
     def end(self, test, codes_of):
         """As the test's teardown ends: why what it read while it ran is not believed, or

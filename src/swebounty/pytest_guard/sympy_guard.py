@@ -234,7 +234,9 @@ class SympyGuard:
         why = self.reads.changed(test)
         if why:
             return "its test function's %s changed after its file was run" % why
-        why = self.reads.look(key, passed=True) or self.reads.end(key, self._codes_of)
+        why = self.reads.look(key, passed=True)
+        self.reads.created(key)
+        why = why or self.reads.end(key, self._codes_of)
         if why:
             return why
         return self._tracer()
