@@ -116,6 +116,12 @@ def test_a_pass_to_pass_test_failing_at_base_is_excused_and_says_why(
     # Another process (a fresh context) reads it instead of running the tests again.
     again = excuse(task, _verdict({P2P[1]: "failed"}), TestRun(env_key="env-1"), _ctx(tmp_path))
     assert again.status == "resolved" and runs.calls == [""]
+    # A run by another framework (an override pinning sympy's runner where pytest ran before,
+    # same environment) never reads the other runner's base run: it makes its own.
+    assert base_digest(task, ctx, "env-1", framework="sympy") != base_digest(task, ctx, "env-1")
+    pinned = TestRun(env_key="env-1", framework="sympy")
+    excuse(task, _verdict({P2P[1]: "failed"}), pinned, _ctx(tmp_path))
+    assert runs.calls == ["", ""]
 
 
 def test_fail_to_pass_tests_are_never_excused_and_need_no_base_run(

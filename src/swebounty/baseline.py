@@ -1,10 +1,9 @@
 """The environment baseline: what a task's hidden tests do on the unpatched base commit, here.
 
 `base_run` runs the hidden tests (the task's test patch applied) on the base commit with no
-submission at all, once per task and environment: kept in memory and under
-CACHE/base-runs/<digest>/base.json, the digest covering the task's tests and the key of the
-environment they ran in (a rebuilt environment can change outcomes); an empty submission's run
-is that very run and is kept as it (`remember_base`). It has three uses:
+submission, once per task, environment and framework (a rebuilt environment or another runner
+can change outcomes): kept in memory and under CACHE/base-runs/<digest>/base.json; an empty
+submission's run is that very run and is kept as it (`remember_base`). It has three uses:
 
 - `attribute`: a run that crashed, hung or lost its results is the submission's doing
   (`failure`, flagged crashes_tests / hangs_tests) when the base runs the same tests cleanly,
@@ -28,8 +27,7 @@ is that very run and is kept as it (`remember_base`). It has three uses:
   could change the verdict: every FAIL_TO_PASS test passed and some PASS_TO_PASS test did not,
   so the policy costs nothing on tasks that pass.
 
-- limitations.py: a verdict whose PASS_TO_PASS tests cannot even be collected on the
-  unpatched base is the harness's limitation, not the submission's failure.
+- limitations.py: PASS_TO_PASS tests not even collected at base are the harness's limitation.
 
 - `defect_at_base`: a submission that resolves a task whose base run, if one was made, passed
   every FAIL_TO_PASS test is flagged `task_defect` (the task cannot tell a fix from none); its
@@ -146,12 +144,15 @@ class BaseRun:
 
 
 def base_run(
-    task: Task, ctx: BaseContext, env_key: str | None, services: Sequence[ServiceUse] = ()
+    task: Task,
+    ctx: BaseContext,
+    env_key: str | None,
+    services: Sequence[ServiceUse] = (),
+    framework: str | None = None,
 ) -> BaseRun:
-    """Run the hidden tests on the unpatched base once per task and environment (memory and
-    disk cache). `env_key`: the environment the submission's run had, `services` the test
-    services beside it (services/); the digest covers both."""
-    digest = base_digest(task, ctx, env_key, services)
+    """Run the hidden tests on the unpatched base once per task, environment (`env_key`), test
+    services (services/) and framework, as the submission's run had them (memory, disk cache)."""
+    digest = base_digest(task, ctx, env_key, services, framework)
     with _lock_for(digest):
         found = _cached(task, ctx, digest)
         if found is not None:
@@ -168,7 +169,7 @@ def remember_base(task: Task, ctx: BaseContext, tr: TestRun, log_dir: Path) -> N
     check then need no run of their own."""
     if tr.error and not tr.timed_out and tr.exit_code is None:
         return  # it failed before the tests ran: a base run of its own may do better
-    digest = base_digest(task, ctx, tr.env_key, tr.services)
+    digest = base_digest(task, ctx, tr.env_key, tr.services, tr.framework)
     with _lock_for(digest):
         if _cached(task, ctx, digest) is None:
             _keep(task, ctx, digest, tr, log_dir, tr.env_key)
@@ -218,7 +219,7 @@ def defect_at_base(task: Task, verdict: Verdict, tr: TestRun, ctx: BaseContext) 
         return verdict
     if task.kind == "pick":
         return verdict
-    digest = base_digest(task, ctx, tr.env_key, tr.services)
+    digest = base_digest(task, ctx, tr.env_key, tr.services, tr.framework)
     with _lock_for(digest):
         base = _cached(task, ctx, digest)
     if base is None or not base.outcomes or base.env_key != tr.env_key:
@@ -231,13 +232,17 @@ def defect_at_base(task: Task, verdict: Verdict, tr: TestRun, ctx: BaseContext) 
 
 
 def base_digest(
-    task: Task, ctx: BaseContext, env_key: str | None, services: Sequence[ServiceUse] = ()
+    task: Task,
+    ctx: BaseContext,
+    env_key: str | None,
+    services: Sequence[ServiceUse] = (),
+    framework: str | None = None,
 ) -> str:
-    """What names a base run: the task's tests, how they run, the environment's key, and the
-    test services' names, versions and environments, and the hosts they stood in for (none:
-    the digest of before they were)."""
+    """What names a base run: the task's tests, how they run, the environment's key, the test
+    services' names, versions, environments and the hosts they stood in for (none: the digest
+    of before they were), and the framework (an override pinning another runner)."""
     key = [task.instance_id, task.base_commit, task.test_patch, ctx.keep_test_infra, env_key,
-           task.FAIL_TO_PASS, task.PASS_TO_PASS, RECORD_FORMAT]  # fmt: skip
+           task.FAIL_TO_PASS, task.PASS_TO_PASS, RECORD_FORMAT, framework]  # fmt: skip
     if services:
         # Stand-in hosts only when served: the digest of a service without them is unchanged.
         key.append([[s.name, s.version, s.env_key,
@@ -286,7 +291,7 @@ def attribute(task: Task, patch: str, ctx: BaseContext, tr: TestRun, log_dir: Pa
     (`failure`, flagged) when the unpatched base runs the same tests cleanly, else an `error`."""
     if tr.crash is None or not patch.strip():
         return
-    base = base_run(task, ctx, tr.env_key, tr.services)
+    base = base_run(task, ctx, tr.env_key, tr.services, tr.framework)
     if base.clean:
         tr.error = None
         tr.failure = f"{tr.crash}; the unpatched base runs the same tests cleanly"
@@ -312,7 +317,7 @@ def excuse(task: Task, verdict: Verdict, tr: TestRun, ctx: BaseContext) -> Verdi
     failing = [t for t in verdict.tests if t.expected == "PASS_TO_PASS" and t.status != "passed"]
     if not failing:
         return verdict
-    base = base_run(task, ctx, tr.env_key, tr.services)
+    base = base_run(task, ctx, tr.env_key, tr.services, tr.framework)
     why_not = ""
     if not base.outcomes:
         why_not = f"the unpatched base's run gave no usable results ({base.reason})"

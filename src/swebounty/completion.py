@@ -104,7 +104,7 @@ def complete_env(task: Task, tr: TestRun, ctx: BaseContext, *, is_base: bool = F
 
 def _base_skips(task: Task, tr: TestRun, ctx: BaseContext, skipped: list[str]) -> dict[str, str]:
     """Of `skipped`, the ids the unpatched base skips too, with the base's reason."""
-    base = base_run(task, ctx, tr.env_key, tr.services)
+    base = base_run(task, ctx, tr.env_key, tr.services, tr.framework)
     return {
         test_id: _reason(found[0], found[1])
         for test_id in skipped

@@ -25,7 +25,7 @@ def confirm_left_out(task: Task, verdict: Verdict, tr: TestRun, ctx: BaseContext
     """`verdict`, unresolved when a test it left out for skipping ran on the unpatched base."""
     if verdict.status != "resolved" or not tr.left_out:
         return verdict
-    base = base_run(task, ctx, tr.env_key, tr.services)
+    base = base_run(task, ctx, tr.env_key, tr.services, tr.framework)
     skipped_at_base = set(base.skipped) if base.outcomes else set()
     unconfirmed = {
         test_id: [m for m in members if m not in skipped_at_base]

@@ -36,7 +36,7 @@ def limitation(task: Task, verdict: Verdict, tr: TestRun, ctx: BaseContext) -> V
              and t.status in ("missing", "error") and _module_of(t.test_id, tr.uncollected)]  # fmt: skip
     if not unrun:
         return verdict
-    base = base_run(task, ctx, tr.env_key, tr.services)
+    base = base_run(task, ctx, tr.env_key, tr.services, tr.framework)
     if not base.uncollected or base.env_key != tr.env_key:
         return verdict
     never = {m: i for i in unrun if (m := _module_of(i, base.uncollected))

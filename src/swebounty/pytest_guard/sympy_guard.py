@@ -178,7 +178,7 @@ class SympyGuard:
         real, why = _realpath(filename), None
         if real in self.hidden:
             why = self.modules.namespace_problem(
-                gl, real, self.genuine._source(real), lambda f: self._is_genuine(f, real, gl),
+                gl, real, self.genuine.source(real), lambda f: self._is_genuine(f, real, gl),
                 self._genuine_module.attributes,
             )  # fmt: skip
             self.reads.track(gl, real)
