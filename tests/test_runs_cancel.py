@@ -1,5 +1,7 @@
 """An interrupted run ends the sandboxes of every job until the job has returned, however late
-the job starts one (a loaded machine): the run never waits out a sandbox's whole command."""
+the job starts one (a loaded machine): the run never waits out a sandbox's whole command.
+`swebounty run/eval` (runs._cancel) and `validate` (collect/batch.py) share the one loop
+(sandbox._process.kill_until_returned)."""
 
 from __future__ import annotations
 
@@ -12,30 +14,50 @@ from typing import Any
 import pytest
 
 from swebounty import runs
+from swebounty.sandbox import _process
 
 
-def test_cancel_ends_a_sandbox_a_job_starts_after_the_grace(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(runs, "_CANCEL_GRACE_S", 0.2)
-    started = threading.Event()
-    killed = threading.Event()
+def _late_job(monkeypatch: pytest.MonkeyPatch) -> tuple[Any, threading.Event]:
+    """A job that starts its sandbox after any grace; the sandbox runs until killed."""
+    started, killed = threading.Event(), threading.Event()
 
     def kill_running() -> int:
         if started.is_set():
             killed.set()
         return int(started.is_set())
 
-    monkeypatch.setattr(runs, "kill_running", kill_running)
+    monkeypatch.setattr(_process, "kill_running", kill_running)
 
     def job() -> None:
         time.sleep(0.6)  # slow to see the stop: its next sandbox starts after the grace
         started.set()
         killed.wait(timeout=10)  # a sandbox runs until something kills it
 
+    return job, killed
+
+
+def test_cancel_ends_a_sandbox_a_job_starts_after_the_grace(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    job, killed = _late_job(monkeypatch)
     pool = ThreadPoolExecutor(max_workers=1)
     future = pool.submit(job)
     ctx: Any = SimpleNamespace(cancelled=threading.Event())
+    begun = time.monotonic()
     runs._cancel(ctx, pool, [future])
     assert killed.is_set(), "the late sandbox was left to run its whole command"
     assert future.done() and ctx.cancelled.is_set()
+    assert time.monotonic() - begun < 5
+
+
+def test_the_loop_warns_once_when_jobs_outlive_the_warning_and_still_waits(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    job, killed = _late_job(monkeypatch)
+    pool = ThreadPoolExecutor(max_workers=2)
+    futures = [pool.submit(job), pool.submit(lambda: None)]
+    with caplog.at_level("WARNING"):
+        _process.kill_until_returned(futures, warn_after_s=0.1)
+    assert killed.is_set() and all(f.done() for f in futures)
+    warnings = [r for r in caplog.records if "still finishing" in r.message]
+    assert len(warnings) == 1 and "1 job(s)" in warnings[0].message

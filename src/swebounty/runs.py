@@ -18,7 +18,6 @@ import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
-from concurrent.futures import wait as wait_futures
 from pathlib import Path
 from typing import Protocol
 
@@ -31,7 +30,7 @@ from swebounty.leftout import confirm_left_out
 from swebounty.limitations import limitation
 from swebounty.needs import cannot_run, missing
 from swebounty.outcomes import swebench_instance_report
-from swebounty.sandbox._process import kill_running
+from swebounty.sandbox._process import kill_until_returned
 from swebounty.services.models import unanswered_said
 from swebounty.store import Store
 from swebounty.tasks import RecordError, Submission, Task
@@ -51,8 +50,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-# After Ctrl-C, how long running attempts get to notice that their sandboxes were ended.
-_CANCEL_GRACE_S = 10.0
 # How long an `error` waits to learn whether an interruption caused it (errors are rare). On a
 # loaded machine the main thread took more than 0.5 s to mark the run cancelled (CI's
 # unprivileged pass saved such an error once); a real error only waits this long once.
@@ -299,18 +296,7 @@ def _cancel(
     """Stop a run now: drop queued attempts, end running sandboxes, let running jobs return."""
     ctx.cancelled.set()  # first: a job that sees its sandbox die then knows not to save
     pool.shutdown(wait=False, cancel_futures=True)
-    deadline = time.monotonic() + _CANCEL_GRACE_S
-    running = [f for f in futures if not f.done()]
-    warned = False
-    # Until every job has returned, not for a grace period only: the interpreter waits for the
-    # pool's threads at exit anyway, and a job slow to see the stop (a loaded machine) that
-    # starts a sandbox after the grace would hold the run for that sandbox's whole command.
-    while running:
-        kill_running()  # again each round: a job may have started a sandbox meanwhile
-        running = list(wait_futures(running, timeout=0.2).not_done)
-        if running and not warned and time.monotonic() > deadline:
-            log.warning("%d attempt(s) still finishing after the interruption", len(running))
-            warned = True
+    kill_until_returned(futures)
 
 
 def shelve_logs(log_dir: Path) -> None:

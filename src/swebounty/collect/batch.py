@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed, wait
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -21,7 +21,7 @@ from swebounty.collect.gates import Gates, too_many_f2p
 from swebounty.collect.prefetch import Prefetch, Warm, warm_environment
 from swebounty.collect.sink import Sink
 from swebounty.collect.validate import Rejected, Runner, validate_or_reject
-from swebounty.sandbox._process import kill_running
+from swebounty.sandbox._process import kill_until_returned
 from swebounty.tasks import Task
 
 if TYPE_CHECKING:
@@ -112,11 +112,7 @@ def _local(
         pool.shutdown(wait=False, cancel_futures=True)
         if ahead is not None:
             ahead.close(wait=False)  # builds under way end with the process
-        running = [f for f in futures if not f.done()]
-        # Until every worker has returned (runs.py's _cancel says why), not for a grace only.
-        while running:
-            kill_running()  # again each round: a worker may have started a sandbox meanwhile
-            running = list(wait(running, timeout=0.2).not_done)
+        kill_until_returned(futures)
         raise
     pool.shutdown()
     if ahead is not None:

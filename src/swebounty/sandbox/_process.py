@@ -19,6 +19,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterable
+from concurrent.futures import Future, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -215,6 +217,21 @@ def kill_running() -> int:
         for proc, cgroups in _running.values():
             _kill_tree(proc, cgroups)
         return len(_running)
+
+
+def kill_until_returned(jobs: Iterable[Future[Any]], warn_after_s: float = 10.0) -> None:
+    """An interrupted run's last step: end this process's sandboxes until every job in `jobs`
+    has returned. Until then, not for a grace period only: the interpreter waits for a pool's
+    threads at exit anyway, and a job slow to see the stop (a loaded machine) that starts a
+    sandbox after a grace would hold the run for that sandbox's whole command."""
+    running = [f for f in jobs if not f.done()]
+    deadline, warned = time.monotonic() + warn_after_s, False
+    while running:
+        kill_running()  # again each round: a job may have started a sandbox meanwhile
+        running = list(wait(running, timeout=0.2).not_done)
+        if running and not warned and time.monotonic() > deadline:
+            log.warning("%d job(s) still finishing after the interruption", len(running))
+            warned = True
 
 
 def run_launch(launch: Launch, policy: Policy) -> RunResult:
