@@ -29,9 +29,8 @@ submission's run is that very run and is kept as it (`remember_base`). It has th
 
 - limitations.py: PASS_TO_PASS tests not even collected at base are the harness's limitation.
 
-- `defect_at_base`: a submission that resolves a task whose base run, if one was made, passed
-  every FAIL_TO_PASS test is flagged `task_defect` (the task cannot tell a fix from none); its
-  status stands. No base run is made for this alone.
+- `defect_at_base`: a submission resolving a task whose base run (if made: none is made for
+  this) passed every FAIL_TO_PASS test is flagged `task_defect`; its status stands.
 
 What a hostile submission cannot do: the base run holds nothing of it (an empty patch in a
 fresh workspace), so which tests can be excused depends on the task and the environment alone;
