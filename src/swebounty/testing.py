@@ -337,6 +337,17 @@ _EXIT_MEANING = {
 }
 
 
+def not_loaded(exit_code: int | None, outcomes: dict[str, TestOutcome]) -> bool:
+    """Whether a run is one whose conftest.py did not import, as frameworks/pytest.py reads it:
+    exit code 4 and every result a test file that failed to collect (pytest itself writes no
+    result then, so no XML of a run that did collect has this shape)."""
+    return (
+        exit_code == 4
+        and bool(outcomes)
+        and all("::" not in k and o.status == "error" for k, o in outcomes.items())
+    )
+
+
 def cross_check(exit_code: int | None, outcomes: dict[str, TestOutcome] | None) -> str | None:
     """Why the exit code and the JUnit XML disagree (or say the run went wrong), else None."""
     if outcomes is None:
@@ -359,6 +370,8 @@ def cross_check(exit_code: int | None, outcomes: dict[str, TestOutcome] | None) 
         return None if bad else "exit code 1 (tests failed) but the JUnit XML reports no failure"
     if exit_code == 2 and broken:
         return f"pytest stopped: test modules failed to import: {', '.join(broken)}"
+    if not_loaded(exit_code, outcomes):
+        return "pytest stopped before collecting: a conftest.py did not import (exit code 4)"
     if exit_code in _EXIT_MEANING:
         return _EXIT_MEANING[exit_code]
     if exit_code < 0 or exit_code > 128:

@@ -5,16 +5,26 @@ every run after. PASS_TO_PASS: passed in every run before and after. A test whos
 failing in any of those ways, skipped) differs between runs of the same phase is flaky, and so is
 every case of a parametrized test with a flaky case: recorded in `flaky_tests`, never graded.
 
-Two before-runs without per-test results are still read, as SWE-bench does:
+Three before-runs without per-test results are still read, as SWE-bench does:
 - test modules of the patch that fail to import before the fix (they import a name the fix
   adds) while the after-run runs them: their tests that pass after are FAIL_TO_PASS;
+- a conftest.py of the tests that fails to import before the fix (the test patch makes it, or
+  a helper it imports, import a name the fix adds: pint-2264), so that pytest stops before
+  collecting anything (exit code 4, read as every test file failing to collect), while the
+  after-run collects and runs them: every test the after-run ran in the patch's test files
+  fails before, and those that pass after are FAIL_TO_PASS (then the gates decide, as for any
+  candidate: too many FAIL_TO_PASS, stability). The reason is `validation.before_not_loaded`.
+  When the after-run cannot import a conftest.py either, the environment lacks what it
+  imports: rejected as an infrastructure error;
 - a test process killed by a signal (a segfault the fix removes) while the after-runs are clean.
 A test stopped at the per-test time limit (pytest_guard/timelimit.py: it hung, a deadlock the
 fix removes) is a failing test like any other, and its run goes on; `validation.time_limited`
 names such tests per phase.
-Then every before-run is made per test module of the patch (`per_file`), so one broken module
-does not hide the others' results; a module that fails to import or crashes on its own counts
-all its tests as failing before.
+Then every before-run of the first two kinds is made per test module of the patch (`per_file`),
+so one broken module does not hide the others' results; a module that fails to import or
+crashes on its own counts all its tests as failing before. A conftest.py stops every module
+alike: those before-runs stay whole. Any other before-run without results (a timeout, a crash
+of the harness or the sandbox, a usage error) is an infrastructure error.
 
 A candidate is rejected (with its reason in the rejects file) when its test patch has no test
 module the harness runs, when the before-run collects no test for another reason (a module
@@ -38,6 +48,7 @@ from swebounty.collect.costs import Meter
 from swebounty.collect.gates import network_failures
 from swebounty.collect.per_file import crashed, patch_for_file, same_file
 from swebounty.tasks import Task
+from swebounty.testing import not_loaded
 from swebounty.testlimit import stopped
 
 if TYPE_CHECKING:
@@ -171,12 +182,24 @@ def _per_file_reason(probe: _TestRun, files: list[str]) -> str | None:
     run = statuses(probe)
     if _collected(run):
         return None
+    if _unloaded(probe):
+        # Every module fails alike (pytest stops before collecting): whole reruns say it all.
+        return "conftest"
     broken = _broken_modules(run)
     outside = [m for m in broken if not any(same_file(m, f) for f in files)]
     if broken and not outside:
         return "import"
     errors = ", ".join(sorted(run)[:3]) or "no test result"
     raise Rejected("collect", f"the before-run collects no test ({errors})")
+
+
+def _unloaded(run: _TestRun) -> str | None:
+    """Why pytest could not even start collecting the run's tests (a conftest.py of theirs did
+    not import: frameworks/pytest.py reads that as every test file failing to collect, exit
+    code 4), or None."""
+    if run.error or not not_loaded(run.exit_code, run.outcomes):
+        return None
+    return next(iter(getattr(run, "uncollected", {}).values()), "a conftest.py did not import")
 
 
 def _check_import_fixed(probe: _TestRun, after: dict[str, str]) -> None:
@@ -263,6 +286,14 @@ def validate_one(
         run = runner(task, task.patch, ctx, log_dir / f"after-{i}")
         facts.setdefault("env_key", getattr(run, "env_key", None))
         network.update(network_failures(run.outcomes))
+        if unloaded := _unloaded(run):
+            # The fix did not make the tests load: the environment lacks what a conftest.py
+            # imports (or it imports what neither the base nor the fix has).
+            raise Rejected(
+                "infra",
+                f"after-run failed: pytest could not import a conftest.py even with the "
+                f"reference patch ({unloaded}); check that the environment has what it imports",
+            )
         return _check(run, "after")
 
     probe = runner(task, "", ctx, log_dir / "before-1")
@@ -275,7 +306,7 @@ def validate_one(
         a: dict[str, str] | None = None
         if i == 1:
             a = after_run(1)
-            if reason == "import":
+            if reason in ("import", "conftest"):
                 _check_import_fixed(probe, a)
         b = _before(
             task,
@@ -284,7 +315,7 @@ def validate_one(
             runner,
             files,
             i=i,
-            per_file=reason is not None,
+            per_file=reason in ("import", "crash"),
             probe=probe if i == 1 else None,
         )
         if a is None:
@@ -303,7 +334,9 @@ def validate_one(
             why = "flaky" if result.flaky and i > 1 else "no test fails before and passes after"
             raise Rejected("no_f2p", f"no FAIL_TO_PASS after {i} run(s) each ({why})")
     validation: dict[str, Any] = {"runs": runs, "seconds": round(time.monotonic() - start, 1)}
-    if reason is not None:
+    if reason == "conftest":
+        validation["before_not_loaded"] = _unloaded(probe)
+    elif reason is not None:
         validation["before_per_file"] = reason
     if network:
         validation["network_tests"] = sorted(network)

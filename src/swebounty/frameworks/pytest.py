@@ -47,6 +47,7 @@ from swebounty.testing import (
     TestOutcome,
     cross_check,
     data_files,
+    not_loaded,
     parse_junit_bytes,
     relocated,
     test_files,
@@ -243,6 +244,10 @@ def read_results(
         return None
     if guard.exitstatus is not None:
         result.exit_code = guard.exitstatus
+    if guard.xml is None and guard.unloaded_conftest and run.returncode == 4:
+        # pytest's exit code for it; no session, so the guard saw none (exitstatus is None)
+        result.exit_code = run.returncode
+        return unloaded(result, *guard.unloaded_conftest) if not run.timed_out else timeout
     if guard.xml is None:
         return timeout if run.timed_out else f"no JUnit XML: {guard.xml_problem}"
     (log_dir / "junit.xml").write_bytes(guard.xml)
@@ -294,14 +299,29 @@ def uncollected(xml: bytes, outcomes: dict[str, TestOutcome]) -> dict[str, str]:
     return broken
 
 
+def unloaded(result: TestRun, conftest: str, why: str) -> str | None:
+    """A run whose conftest.py did not import (pytest ends with exit code 4 before its session,
+    writing no results), read as pytest reports one it meets during collection: every test
+    file of the run failed to collect, with why. The tests ran as far as the code let them
+    (none): gradable, like a test module that does not import. None, or why it cannot be read."""
+    if not result.test_files:
+        return f"a conftest.py did not import, and the run names no test file: {conftest}: {why}"
+    message = f"{conftest} does not import: {why}"[:MESSAGE_CHARS]
+    result.outcomes = {f: TestOutcome("error", message) for f in result.test_files}
+    result.uncollected = dict.fromkeys(result.test_files, message)
+    return None
+
+
 def unusable(exit_code: int | None, outcomes: dict[str, TestOutcome]) -> str | None:
     """Why a run's results cannot be graded (no test at all, pytest exit code 2 without import
     errors to explain it, 3, 4, 5 or a signal, exit code 1 contradicted by the XML), or None.
     Exit code 2 with modules that failed to import is gradable: the tests ran as far as the
-    code let them."""
+    code let them; so is exit code 4 when every result is such a module (`unloaded`)."""
     problem = cross_check(exit_code, outcomes)
     if not outcomes:
         return problem or "no test ran: the JUnit XML is empty"
+    if not_loaded(exit_code, outcomes):
+        return None
     imports_failed = any("::" not in k and o.status == "error" for k, o in outcomes.items())
     untrusted = exit_code is not None and (
         exit_code not in (0, 1, 2)

@@ -39,6 +39,8 @@ class GuardResult:
     exitstatus: int | None = None
     xml: bytes | None = None
     xml_problem: str | None = None
+    # A conftest.py pytest could not import before its session (conftests.py): (path, why).
+    unloaded_conftest: tuple[str, str] | None = None
     statuses: dict[str, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     infra_restored: list[str] = field(default_factory=list)
@@ -118,12 +120,20 @@ def read_channel(data: bytes | None, key: bytes, truncated: bool = False) -> Gua
         exitstatus=payload.get("exitstatus"),
         xml=bytes.fromhex(xml) if isinstance(xml, str) else None,
         xml_problem=payload.get("xml_problem"),
+        unloaded_conftest=_pair(payload.get("unloaded_conftest")),
         statuses={str(k): str(v) for k, v in (payload.get("statuses") or {}).items()},
         problems=[str(p) for p in payload.get("problems") or []],
         infra_restored=[str(p) for p in payload.get("infra_restored") or []],
         setup_exit=payload.get("setup_exit"),
         tests=_tests(payload.get("tests")),
     )
+
+
+def _pair(value: object) -> tuple[str, str] | None:
+    """Two strings the guard sent as a list, or None for anything else."""
+    if isinstance(value, list) and len(value) == 2 and all(isinstance(v, str) for v in value):
+        return value[0], value[1]
+    return None
 
 
 def _tests(value: object) -> dict[str, dict[str, str | None]]:

@@ -44,6 +44,7 @@ FILES = (
     "junitfile.py",
     "timelimit.py",
     "hypothesis_profile.py",
+    "conftests.py",
     "testcalls.py",
     "fixtures.py",
     "reads.py",

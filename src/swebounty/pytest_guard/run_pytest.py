@@ -70,9 +70,8 @@ def main():
     sys.path.insert(0, os.getcwd())  # what `python -m pytest` does
     sys.argv = [os.path.join(os.path.dirname(pytest.__file__), "__main__.py")] + config["args"]
     try:
-        code = pytest.main(
-            config["args"], plugins=[g, g.limit, g.hypothesis, g.calls, g.calls.fixtures]
-        )
+        plugins = [g, g.limit, g.hypothesis, g.conftests, g.calls, g.calls.fixtures]
+        code = pytest.main(config["args"], plugins=plugins)
     finally:
         g.finish()
     _exit_now(int(code))

@@ -65,6 +65,7 @@ class Guard:
         self.limit = timelimit.TimeLimit(config.get("test_limit_s"))  # a plugin of its own
         # Another: Hypothesis tests run without deadlines, speed checks or randomness.
         self.hypothesis = hypothesis_profile.StableHypothesis(config["workspace"])
+        self.conftests = _load_sibling("conftests").Conftests(config["workspace"])  # a third
         self.calls = testcalls.TestCalls(self, genuine, fixtures, _load_sibling("reads"))
         workspace = config["workspace"]
         infra = (config.get("infra") or {}).get("files") or {}
@@ -84,11 +85,8 @@ class Guard:
         self.snapshots = {}
         self.report_types = self.test_reports = ()  # pytest's own classes (the snapshot's)
         self.plugin_reports = reportclass.PluginReports(genuine, machinery)  # of plugins' own
-        self.config = None
-        self.session = None
-        self.exitstatus = None
-        self.xml = None
-        self.xml_problem = None
+        self.config = self.session = None
+        self.exitstatus = self.xml = self.xml_problem = None
         self._reals = None  # path -> realpath, during one check (see _real)
 
     # ------------------------------------------------------------------ snapshot
@@ -125,7 +123,8 @@ class Guard:
                     self._problem("module %s was imported from %s" % (name, path))
                 self.genuine.remember_module(module, self._real(path) if path else None)
         # these plugins' own hooks
-        for klass in (Guard, timelimit.TimeLimit, hypothesis_profile.StableHypothesis):
+        own = (timelimit.TimeLimit, hypothesis_profile.StableHypothesis, type(self.conftests))
+        for klass in (Guard, *own):
             self.genuine.remember_class(klass)
         self.calls.snapshot()  # remembers its class too
         # The import machinery as it is before the workspace's code runs: its finders and
@@ -385,6 +384,7 @@ class Guard:
             "exitstatus": self.exitstatus,
             "xml": self.xml.hex() if self.xml is not None else None,
             "xml_problem": self.xml_problem,
+            "unloaded_conftest": self.conftests.failed,
             "statuses": self.statuses(),
             "problems": self.problems,
             "infra_restored": self.restored,
