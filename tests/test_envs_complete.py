@@ -125,7 +125,7 @@ def test_only_the_base_s_skip_reasons_choose_what_is_installed(
     monkeypatch.setattr(completion, "workspace_and_env", lambda t, c, s: (tmp_path, env))
     base_says = {"reason": "requires dask"}
 
-    def base_run(task: Task, ctx: Any, env_key: str, services: Any) -> Any:
+    def base_run(task: Task, ctx: Any, env_key: str, services: Any, framework: Any) -> Any:
         outcome = ("skipped", base_says["reason"])
         return SimpleNamespace(outcomes={"tests/test_a.py::test_a": outcome})
 
@@ -146,7 +146,7 @@ def test_only_the_base_s_skip_reasons_choose_what_is_installed(
     failing = _run("")
     failing.outcomes["tests/test_a.py::test_a"] = TestOutcome("failed", "No module named 'x'")
 
-    def base_fails(task: Task, ctx: Any, env_key: str, services: Any) -> Any:
+    def base_fails(task: Task, ctx: Any, env_key: str, services: Any, framework: Any) -> Any:
         outcome = ("failed", base_says["reason"])
         return SimpleNamespace(outcomes={"tests/test_a.py::test_a": outcome})
 

@@ -78,9 +78,11 @@ def test_an_empty_submission_s_run_is_kept_as_the_base_run(
     remember_base(task, ctx, TestRun(outcomes=outcomes, exit_code=0, patch_method="empty",
                                       env_key="env-1", framework="pytest"), tmp_path)  # fmt: skip
     fresh = _ctx(tmp_path)  # another process reads it from disk
-    assert {s for s, _ in base_run(task, fresh, "env-1").outcomes.values()} == {"passed"}
+    base = base_run(task, fresh, "env-1", framework="pytest")  # as the run that made it
+    assert {s for s, _ in base.outcomes.values()} == {"passed"}
     assert runs.calls == [], "the empty submission's run stood for the base run"
-    assert defect_at_base(task, _verdict({}), TestRun(env_key="env-1"), fresh).task_defect
+    found = TestRun(env_key="env-1", framework="pytest")
+    assert defect_at_base(task, _verdict({}), found, fresh).task_defect
 
 
 def test_eval_says_a_task_defect_once_and_whole() -> None:
