@@ -17,7 +17,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Protocol
 
@@ -26,6 +26,7 @@ from swebounty.completion import completed_run
 from swebounty.evalcontext import EvalContext
 from swebounty.frameworks import grade_run
 from swebounty.grading import grade
+from swebounty.interruptible import as_completed
 from swebounty.leftout import confirm_left_out
 from swebounty.limitations import limitation
 from swebounty.needs import cannot_run, missing

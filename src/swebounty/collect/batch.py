@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -21,6 +21,7 @@ from swebounty.collect.gates import Gates, too_many_f2p
 from swebounty.collect.prefetch import Prefetch, Warm, warm_environment
 from swebounty.collect.sink import Sink
 from swebounty.collect.validate import Rejected, Runner, validate_or_reject
+from swebounty.interruptible import as_completed
 from swebounty.sandbox._process import kill_until_returned
 from swebounty.tasks import Task
 
