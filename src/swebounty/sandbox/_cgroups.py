@@ -8,8 +8,8 @@ the run. Without root or without v1 hierarchies this is a no-op (rlimits remain)
 
 A group's name carries its harness's pid (and pid namespace): a harness killed mid-run (a Ray
 worker) cannot remove its groups, so the next harness to run a sandbox there kills what is
-left in them and removes them (the launcher's parent-death signal already ends such a tree;
-this catches one that raced it while starting).
+left in them and removes them (a bwrap sandbox already ends with its launcher, whose child is
+the pid 1 of its pid namespace, see _launch.py; this catches what an unsafe run left behind).
 """
 
 from __future__ import annotations

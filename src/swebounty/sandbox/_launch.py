@@ -14,20 +14,32 @@ In order, and each step only when the spec asks for it:
    700) where pyenv interpreters, environments and the bwrap wheel live, but it can reach the
    stage, and nothing of this is visible on the host; and mount the bounded tmpfs that holds
    the writes of ephemeral mounts (bwrap overlays them on the host paths);
-3. (stand-in hosts only) make the sandbox's network namespace here rather than in bwrap,
-   bring its loopback up and let every uid in it bind ports below 1024 (the
-   net.ipv4.ip_unprivileged_port_start sysctl is per network namespace: the host keeps its
-   own). Root does it before dropping privileges; an ordinary user first makes a user
-   namespace that maps only its own uid and gid, which gives it the capabilities it needs
-   over that network namespace alone. bwrap then runs with --share-net: the sandbox gets this
-   namespace, with nothing but its loopback, and has no capability over it;
-4. set the rlimits (NPROC is only enforced once the real uid is not 0);
-5. drop to the sandbox uid/gid with no supplementary groups;
-6. ask for SIGKILL when the harness process dies (PR_SET_PDEATHSIG; after step 4, which clears
-   it): a killed harness (a Ray worker killed mid-task, a SIGKILLed CLI) takes the sandbox with
-   it through bwrap's --die-with-parent, instead of leaving a tree that no timeout bounds any
-   more and that keeps its uid busy;
-7. exec the command (bwrap, or the command itself for the unsafe backend).
+3. make the namespaces the launcher owns. (stand-in hosts only) The sandbox's network
+   namespace, made here rather than in bwrap: bring its loopback up and let every uid in it
+   bind ports below 1024 (the net.ipv4.ip_unprivileged_port_start sysctl is per network
+   namespace: the host keeps its own); bwrap then runs with --share-net: the sandbox gets this
+   namespace, with nothing but its loopback, and has no capability over it. (bwrap only) A
+   pid namespace for the launcher's child. Root makes them before dropping privileges; an
+   ordinary user first makes a user namespace that maps only its own uid and gid, which gives
+   it the capabilities it needs over these namespaces alone;
+4. (pid namespace) fork the namespace's pid 1, which mounts the namespace's own /proc (bwrap
+   reads /proc/PID for the pid its namespace gives its child), goes on with the steps below
+   and execs bwrap. The launcher stays outside as the harness's child: it drops privileges,
+   asks to die with the harness (step 7), and waits for pid 1, then exits the way pid 1 did.
+   Killing pid 1 of a pid namespace kills everything in it at once, whatever it is doing, and
+   nothing in it can leave it; so the harness's kill of the launcher's process group, and the
+   launcher's own death, end the whole sandbox at any step of its setup. bwrap's chain of
+   --die-with-parent signals cannot: its child leaves the process group (setsid) before it
+   forks the sandbox's pid 1, which asks for PR_SET_PDEATHSIG only after that fork, so a
+   monitor killed in between left pid 1 and the command running with nothing to die with (a
+   Ray worker killed mid-task; an ordinary user's Ctrl-C, which no cgroup backs up);
+5. set the rlimits (NPROC is only enforced once the real uid is not 0);
+6. drop to the sandbox uid/gid with no supplementary groups;
+7. ask for SIGKILL when the parent dies (PR_SET_PDEATHSIG; after step 6, which clears it):
+   pid 1 of the namespace on the launcher's death, the launcher on the harness's: a killed
+   harness (a Ray worker killed mid-task, a SIGKILLed CLI) takes the sandbox with it, instead
+   of leaving a tree that no timeout bounds any more and that keeps its uid busy;
+8. exec the command (bwrap, or the command itself for the unsafe backend).
 """
 
 from __future__ import annotations
@@ -40,11 +52,13 @@ import sys
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
+CLONE_NEWPID = 0x20000000
 SIOCGIFFLAGS = 0x8913
 SIOCSIFFLAGS = 0x8914
 IFF_UP = 0x1
 MS_NOSUID = 0x2
 MS_NODEV = 0x4
+MS_NOEXEC = 0x8
 MS_BIND = 0x1000
 MS_REC = 0x4000
 MS_PRIVATE = 0x40000
@@ -119,22 +133,34 @@ def _stage(stage_dir: str, binds: list[list[str]], overlay: dict[str, object] | 
                 os.chown(path, uid, gid)
 
 
-def _own_network() -> None:
+def _namespaces(net: bool, pid: bool, private_mounts: bool) -> None:
     import ctypes
-    import fcntl
-    import socket
-    import struct
 
     libc = ctypes.CDLL(None, use_errno=True)
+    flags = (CLONE_NEWNET if net else 0) | (CLONE_NEWPID if pid else 0)
+    # pid 1 mounts the namespace's /proc: in a mount namespace of the launcher's, never the host's.
+    own_mounts = pid and not private_mounts
+    flags |= CLONE_NEWNS if own_mounts else 0
     if os.geteuid() == 0:
-        _libc_call(libc, "unshare", CLONE_NEWNET)
+        _libc_call(libc, "unshare", flags)
     else:
         uid, gid = os.getuid(), os.getgid()
-        _libc_call(libc, "unshare", CLONE_NEWNET | CLONE_NEWUSER)
+        _libc_call(libc, "unshare", flags | CLONE_NEWUSER)
         for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"),
                            ("gid_map", f"{gid} {gid} 1")):  # fmt: skip
             with open(f"/proc/self/{name}", "w") as f:
                 f.write(text)
+    if own_mounts:
+        _libc_call(libc, "mount", None, b"/", None, MS_REC | MS_PRIVATE, None)
+    if net:
+        _loopback_for_every_port()
+
+
+def _loopback_for_every_port() -> None:
+    import fcntl
+    import socket
+    import struct
+
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         request = struct.pack("16sH14s", b"lo", 0, b"")
         flags = struct.unpack("16sH14s", fcntl.ioctl(s, SIOCGIFFLAGS, request))[1]
@@ -142,6 +168,64 @@ def _own_network() -> None:
     # /proc/sys/net is the calling process's own network namespace: the host's is untouched.
     with open("/proc/sys/net/ipv4/ip_unprivileged_port_start", "w") as f:
         f.write("0")
+
+
+def _fork_pid_1(spec: dict[str, object]) -> int:
+    """Step 4. Returns in pid 1 only: the read end of a pipe that reads EOF once the launcher
+    is gone. The launcher waits for pid 1 and exits as it did."""
+    alive_r, alive_w = os.pipe()
+    pid_1 = os.fork()
+    if pid_1 == 0:
+        os.close(alive_w)
+        return alive_r
+    os.close(alive_r)
+    _drop_privileges(spec)  # the launcher needs none of them any more
+    harness_pid = spec.get("harness_pid")
+    if isinstance(harness_pid, int):
+        try:
+            _die_with_harness(harness_pid)
+        except OSError as e:
+            _fail("asking to die with the harness", e)
+    _, status = os.waitpid(pid_1, 0)
+    if os.WIFSIGNALED(status):
+        os.kill(os.getpid(), os.WTERMSIG(status))  # the harness sees pid 1's end as ours
+        os._exit(128 + os.WTERMSIG(status))
+    os._exit(os.WEXITSTATUS(status))
+
+
+def _mount_proc() -> None:
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    flags = MS_NOSUID | MS_NODEV | MS_NOEXEC
+    _libc_call(libc, "mount", b"proc", b"/proc", b"proc", flags, None)
+
+
+def _die_with_launcher(alive: int) -> None:
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    _libc_call(libc, "prctl", PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0)
+    # getppid() is 0 in the new namespace whoever the parent is: the pipe tells instead.
+    os.set_blocking(alive, False)
+    try:
+        if os.read(alive, 1) == b"":
+            os._exit(125)  # the launcher died before the signal was asked for
+    except BlockingIOError:
+        pass
+    os.close(alive)
+
+
+def _drop_privileges(spec: dict[str, object]) -> None:
+    uid, gid = spec.get("uid"), spec.get("gid")
+    if not isinstance(uid, int) or not isinstance(gid, int):
+        return
+    try:
+        os.setgroups([])
+        os.setresgid(gid, gid, gid)
+        os.setresuid(uid, uid, uid)
+    except OSError as e:
+        _fail("dropping privileges", e)
 
 
 def _die_with_harness(harness_pid: int) -> None:
@@ -172,28 +256,35 @@ def main() -> None:
             _stage(stage["dir"], stage["binds"], stage.get("overlay"))
         except OSError as e:
             _fail("staging mounts", e)
-    if spec.get("low_ports"):
+    pid_namespace = bool(spec.get("pid_namespace"))
+    if spec.get("low_ports") or pid_namespace:
         try:
-            _own_network()
+            _namespaces(bool(spec.get("low_ports")), pid_namespace, private_mounts=bool(stage))
         except OSError as e:
-            _fail("making the network namespace", e)
+            _fail("making the namespaces", e)
+    launcher_alive = -1
+    if pid_namespace:
+        try:
+            launcher_alive = _fork_pid_1(spec)
+        except OSError as e:
+            _fail("forking the pid namespace's pid 1", e)
+        try:
+            _mount_proc()
+        except OSError as e:
+            _fail("mounting the pid namespace's /proc", e)
     try:
         for name, value in spec.get("rlimits", {}).items():
             resource.setrlimit(RLIMITS[name], (value, value))
     except (OSError, ValueError) as e:
         _fail("setting rlimits", e)
-    if spec.get("uid") is not None:
-        try:
-            os.setgroups([])
-            os.setresgid(spec["gid"], spec["gid"], spec["gid"])
-            os.setresuid(spec["uid"], spec["uid"], spec["uid"])
-        except OSError as e:
-            _fail("dropping privileges", e)
-    if spec.get("harness_pid"):
-        try:
+    _drop_privileges(spec)
+    try:
+        if launcher_alive >= 0:
+            _die_with_launcher(launcher_alive)
+        elif spec.get("harness_pid"):
             _die_with_harness(spec["harness_pid"])
-        except OSError as e:
-            _fail("asking to die with the harness", e)
+    except OSError as e:
+        _fail("asking to die with the parent", e)
     cwd = spec.get("cwd")
     try:
         if cwd:

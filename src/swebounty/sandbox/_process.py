@@ -51,6 +51,7 @@ class Launch:
     gid: int | None = None
     stage: dict[str, Any] | None = None
     low_ports: bool = False  # a network namespace of the launcher's whose ports all bind
+    pid_namespace: bool = False  # the command runs as pid 1 of a pid namespace (_launch.py)
     pass_fds: list[int] = field(default_factory=list)
     stdin: bytes = b""
     channel_fd: int | None = None  # read end of the result channel (see open_channel)
@@ -179,8 +180,8 @@ def unseen_cpu(*, whole_process: bool = False) -> tuple[float, int]:
     """CPU seconds of sandboxed commands that getrusage(RUSAGE_CHILDREN) never sees, and how
     many runs could not be measured, so far in this thread (or, `whole_process`, in every
     thread). bwrap's monitor exits as soon as the command does, without reaping the sandbox's
-    pid 1, which dies an orphan reaped by the system's init: the tests' CPU time never reaches
-    the harness's children's usage. The run's cgroup counts it all (as root); without one, the
+    pid 1, which the end of its pid namespace reaps with no one's usage counting it: the tests'
+    CPU time never reaches the harness's children's usage. The run's cgroup counts it all (as root); without one, the
     run is counted as unmeasured."""
     if whole_process:
         with _running_lock:
@@ -246,6 +247,7 @@ def run_launch(launch: Launch, policy: Policy) -> RunResult:
         "gid": launch.gid,
         "stage": launch.stage,
         "low_ports": launch.low_ports,
+        "pid_namespace": launch.pid_namespace,
         "cgroups": cgroups.join_spec,
         "rlimits": rlimits(policy),
         "status_fd": status_w,

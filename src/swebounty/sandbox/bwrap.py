@@ -273,6 +273,8 @@ class BwrapSandbox:
                 channel_fd=channel_r,
                 close_after_start=close_after_start,
                 low_ports=self._own_network(policy),
+                # bwrap's own parent-death chain has a gap while it sets up (_launch.py)
+                pid_namespace=True,
             )
             return run_launch(launch, policy)
         finally:
