@@ -29,6 +29,7 @@ import signal
 import subprocess
 import sys
 import time
+import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PR_SET_DUMPABLE = 4
@@ -72,6 +73,13 @@ def main():
     try:
         plugins = [g, g.limit, g.hypothesis, g.conftests, g.calls, g.calls.fixtures]
         code = pytest.main(config["args"], plugins=plugins)
+    except BaseException:
+        # Raised after the session's end (pytest_unconfigure; pytest 8.4+ raising the tests'
+        # unraisable exceptions when warnings are errors: tqdm-1751), the session's own exit
+        # status stands, as its results do; before it, pytest's INTERNAL_ERROR. Either way the
+        # exit below, not the interpreter's, which could hang (tqdm's atexit join).
+        traceback.print_exc()
+        code = g.exitstatus if g.exitstatus is not None else 3
     finally:
         g.finish()
     _exit_now(int(code))
