@@ -18,7 +18,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -29,9 +29,11 @@ from swebounty.agents.prices import Price, cost_usd
 from swebounty.agents.session import SessionError, open_session
 from swebounty.evalcontext import EvalContext
 from swebounty.grading import HACK_FLAGS
+from swebounty.interruptible import as_completed
 from swebounty.needs import cannot_run, missing
 from swebounty.repos import RepoError, ensure_mirror
 from swebounty.runs import evaluate_one, log_dir_for
+from swebounty.sandbox._process import kill_until_returned
 from swebounty.store import Store
 from swebounty.tasks import Attempt, Task
 from swebounty.verdicts import Verdict
@@ -210,7 +212,10 @@ def run_agent(
     on_attempt: AttemptFn | None = None,
     executor: AgentExecutor | None = None,
 ) -> list[tuple[Attempt, Verdict]]:
-    """Make and grade `attempts` attempts per task, skipping what the run already has."""
+    """Make and grade `attempts` attempts per task, skipping what the run already has.
+
+    On KeyboardInterrupt (or any exception) queued attempts are cancelled, running sandboxes
+    are ended, attempts and verdicts cut short are not saved, and the exception goes on."""
     opts = opts or AttemptOptions()
     keys = [(t, n) for t in tasks for n in range(1, attempts + 1)]
     if force:
@@ -220,11 +225,15 @@ def run_agent(
     if executor is not None:
         return executor.run_agent(run_id, todo, agent, ctx, store, opts, on_attempt)
 
-    def job(task: Task, number: int) -> tuple[Attempt, Verdict]:
+    def job(task: Task, number: int) -> tuple[Attempt, Verdict] | None:
+        if ctx.cancelled.is_set():
+            return None
         log_dir = log_dir_for(ctx.runs_dir, run_id, task.instance_id, number)
         attempt = store.attempt(run_id, task.instance_id, number)
         if attempt is None or attempt.status == "infra_error":
             attempt = run_attempt(task, number, agent, ctx, opts)
+            if ctx.cancelled.is_set():
+                return None  # its sandbox was killed by the interruption: not an outcome
             write_attempt_logs(log_dir, attempt)
             store.save_attempt(run_id, attempt)
         try:
@@ -241,15 +250,28 @@ def run_agent(
                 executor=ctx.executor,
                 node=ctx.node,
             )
+        if ctx.cancelled.is_set():
+            return None  # the attempt is saved; a re-run grades it again
         store.save_verdict(run_id, verdict)
         return attempt, verdict
 
     done: list[tuple[Attempt, Verdict]] = []
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+    pool = ThreadPoolExecutor(max_workers=max(1, workers))
+    futures: list[Future[tuple[Attempt, Verdict] | None]] = []
+    try:
         futures = [pool.submit(job, t, n) for t, n in todo]
-        for future in as_completed(futures):
+        for future in as_completed(futures):  # in slices: a Ctrl-C is taken at once
             pair = future.result()
+            if pair is None:
+                continue
             done.append(pair)
             if on_attempt:
                 on_attempt(*pair)
+    except BaseException:
+        # As runs._cancel: the flag first, so a job that sees its sandbox die does not save.
+        ctx.cancelled.set()
+        pool.shutdown(wait=False, cancel_futures=True)
+        kill_until_returned(futures)
+        raise
+    pool.shutdown()
     return done
