@@ -40,6 +40,7 @@ from swebounty.collect.repolist import RepoLog, RepoRecord, RepoSource, repo_log
 from swebounty.collect.sink import Sink
 from swebounty.collect.split import SplitRules, split_diff
 from swebounty.envs.node_project import ecosystem_of
+from swebounty.interruptible import as_completed
 from swebounty.tasks import Task
 
 log = logging.getLogger(__name__)
@@ -164,9 +165,14 @@ def collect(
         for source in sources:
             one(source)
     else:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            for future in [pool.submit(one, s) for s in sources]:
-                future.result()  # a fatal error (a refused token) stops the run
+        pool = ThreadPoolExecutor(max_workers=workers)
+        try:
+            # In slices (interruptible.py): a Ctrl-C is taken at once, not when a repository's
+            # mining ends; a fatal error (a refused token) stops the run.
+            for future in as_completed([pool.submit(one, s) for s in sources]):
+                future.result()
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
     sink.finish()
     summary_path = output.with_name(output.stem + ".summary.json")
     summary_path.write_text(json.dumps(summary.as_dict(), indent=2), encoding="utf-8")
