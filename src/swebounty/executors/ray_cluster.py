@@ -45,6 +45,7 @@ from swebounty.executors.jobs import (
     OnResult,
 )
 from swebounty.executors.worker import Shipped, WorkerSpec
+from swebounty.interruptible import POLL_S
 from swebounty.tasks import Task
 
 log = logging.getLogger(__name__)
@@ -212,7 +213,9 @@ class RayCluster:
             while queue or inflight:
                 while queue and len(inflight) + sum(map(len, parked.values())) < window:
                     start(queue.popleft())
-                ready, _ = ray.wait(list(inflight), num_returns=1)
+                # In slices (interruptible.POLL_S): a Ctrl-C is taken at once, not when a job
+                # ends; the jobs still in flight are then cancelled (force: their workers die).
+                ready, _ = ray.wait(list(inflight), num_returns=1, timeout=POLL_S)
                 for ref in ready:
                     what, item = inflight.pop(ref)
                     outcome = self._outcome(ref)
