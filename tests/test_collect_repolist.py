@@ -79,12 +79,23 @@ def test_one_failing_repository_never_stops_the_others(widget: WidgetRepo, tmp_p
     summary = json.loads((tmp_path / "candidates.summary.json").read_text())
     assert set(summary["failed_repos"]) == {"other/empty", "other/missing"}
 
-    # Resumed: nothing decided twice, the failed repositories tried again.
+    assert "it tries them again" in result.output
+
+    # Resumed: nothing decided twice, every failed repository tried again: the one whose clone
+    # has appeared since is mined, the other fails again.
+    (clones / "other__missing").symlink_to(widget.path)
     again = runner.invoke(_cli(), args, catch_exceptions=False)
     assert again.exit_code == 0, again.output
-    assert "already decided (resumed)" in again.output
-    assert len(load_tasks(out)[0]) == 8
-    assert len((tmp_path / "candidates.rejects.jsonl").read_text().splitlines()) == 5
+    assert (
+        "already decided (resumed)" in again.output and "1 of 3 repositories failed" in again.output
+    )
+    tasks, _ = load_tasks(out)
+    assert len(tasks) == 16 and {t.repo for t in tasks} == {"acme/widget", "other/missing"}
+    assert len((tmp_path / "candidates.rejects.jsonl").read_text().splitlines()) == 10
+    log = load_repo_log(tmp_path / "candidates.repos.json")
+    assert {r: x.status for r, x in log.items()} == {
+        "other/empty": "failed", "other/missing": "done", "acme/widget": "done"
+    }  # fmt: skip
 
 
 def test_collect_needs_some_repository(tmp_path: Path) -> None:

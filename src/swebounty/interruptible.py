@@ -12,6 +12,7 @@ which then raises the KeyboardInterrupt.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from typing import TypeVar
@@ -31,3 +32,12 @@ def as_completed(futures: Iterable[Future[T]], poll_s: float = POLL_S) -> Iterat
         done = wait(pending, timeout=poll_s, return_when=FIRST_COMPLETED).done
         yield from (f for f in pending if f in done)  # in the order given, not a set's
         pending = [f for f in pending if f not in done]
+
+
+def raise_if_stopped(stop: threading.Event | None) -> None:
+    """For a long job in a worker thread, between its steps: once the interrupted main thread
+    has set `stop`, raise KeyboardInterrupt, so the job ends within one step instead of running
+    to its end while the main thread waits for it. Raised as the interruption it is, so no
+    handler of ordinary errors records it as the job's failure."""
+    if stop is not None and stop.is_set():
+        raise KeyboardInterrupt("stopped: the run was interrupted")

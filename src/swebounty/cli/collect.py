@@ -202,7 +202,7 @@ def collect_cmd(
     if summary.failed_repos:
         console.print(
             f"{len(summary.failed_repos)} of {len(sources)} repositories failed; the others "
-            "were collected. Fix them and re-run the same command: it resumes."
+            "were collected. Fix them and re-run the same command: it tries them again."
         )
 
 

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
 
+from swebounty.interruptible import raise_if_stopped
 from swebounty.repos import RepoError
 from swebounty.repos import git as run_git
 
@@ -130,11 +132,13 @@ def mine_fixes(
     rev: str = "HEAD",
     repo: str | None = None,
     direct_commits: bool = True,
+    stop: threading.Event | None = None,
 ) -> list[Fix]:
     """Fixes that landed on `rev`'s first-parent history within [since, until), oldest first.
 
     The window is applied to the landing (committer) date here; the caller checks creation
-    dates, which need the API for issues.
+    dates, which need the API for issues. Once `stop` is set, KeyboardInterrupt within a commit
+    (a merge costs a `git log` of its branch: thousands of them on a big history).
     """
     path = open_repo(repo_path)
     slug = repo or repo_slug(path)
@@ -145,6 +149,7 @@ def mine_fixes(
         args.append(f"--until={until.isoformat()}")
     fixes: list[Fix] = []
     for sha, parents_s, author, adate, cdate, body in _log(path, *args):
+        raise_if_stopped(stop)
         parents = parents_s.split()
         if not parents:
             continue  # the root commit has nothing to diff against

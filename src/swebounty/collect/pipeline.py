@@ -1,4 +1,5 @@
 """From repositories to candidate tasks: mine, split, link issues, check freshness, filter, price.
+API mode's pull requests and the issues they close are pulls.py's.
 
 Output goes through a `Sink`: one line per fix as soon as it is decided, in `<output>.partial`,
 renamed into place when every repository is done. A run that stops (a refused token, a rate
@@ -16,7 +17,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -29,18 +30,17 @@ from swebounty.collect.mining import (
     Fix,
     GitError,
     fix_diff,
-    fix_for_commit,
-    linked_issues,
     mine_fixes,
     release_before,
     repo_slug,
 )
 from swebounty.collect.pricing import PricingConfig, apply_price
+from swebounty.collect.pulls import Reject, api_fixes, link_issues
 from swebounty.collect.repolist import RepoLog, RepoRecord, RepoSource, repo_log_path
 from swebounty.collect.sink import Sink
 from swebounty.collect.split import SplitRules, split_diff
 from swebounty.envs.node_project import ecosystem_of
-from swebounty.interruptible import as_completed
+from swebounty.interruptible import as_completed, raise_if_stopped
 from swebounty.tasks import Task
 
 log = logging.getLogger(__name__)
@@ -82,17 +82,6 @@ class CollectSummary:
         }
 
 
-class _Reject(Exception):
-    def __init__(self, stage: str, reason: str) -> None:
-        super().__init__(reason)
-        self.stage = stage
-        self.reason = reason
-
-
-def _iso(value: str) -> datetime:
-    return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(timezone.utc)
-
-
 def instance_id(repo: str, fix: Fix) -> str:
     suffix = str(fix.pr_number) if fix.pr_number is not None else fix.fix_commit[:10]
     return f"{repo.replace('/', '__')}-{suffix}"
@@ -117,7 +106,12 @@ def collect(
     in `output`/`rejects` (or their partial files) are skipped unless `fresh`. A repository
     that fails (a missing clone, a git error) is recorded and the others go on; only what stops
     every repository (a refused token, a rate limit longer than allowed) stops the run.
-    `workers` repositories are mined at once (git-only; API mode mines one at a time)."""
+    `workers` repositories are mined at once (git-only; API mode mines one at a time).
+
+    Every run mines every source again, those recorded as failed or stopped too (a clone fixed
+    since, a transient git error): the fixes already decided are skipped, not decided again.
+    Interrupted (Ctrl-C), a repository being mined stops at its next fix and is recorded as
+    `stopped`, neither done nor failed."""
     rejects = rejects or output.with_name(output.stem + ".rejects.jsonl")
     sink = Sink(output, rejects, fresh=fresh)
     summary = CollectSummary()
@@ -126,8 +120,11 @@ def collect(
     repo_log = RepoLog(repo_log_path(output), fresh=fresh)
     changes = known_changes(sink.partial)  # change id -> first candidate, for duplicates
     lock = threading.Lock()
+    stop = threading.Event()  # set by an interrupted main thread: the workers' mining ends
 
     def one(source: RepoSource) -> None:
+        if stop.is_set():
+            return  # taken from the queue as the run stopped: never begun
         repo = source.repo or repo_slug(source.path)
         record = RepoRecord(repo=repo, clone=None if source.problem else str(source.path))
         with lock:
@@ -136,7 +133,11 @@ def collect(
         try:
             if source.problem:
                 raise GitError(source.problem)
-            _mine_one(source, repo, options, client, sink, summary, record, changes, on_fix, lock)
+            _mine_one(source, repo, options, client, sink, summary, record, changes, on_fix, lock,
+                      stop)  # fmt: skip
+        except KeyboardInterrupt:
+            record.status = "stopped"  # Ctrl-C, or `stop` seen between two fixes
+            raise
         except GitHubAuthError:
             raise  # a refused token refuses every repository: stop, resumable
         except GitHubError as exc:
@@ -149,11 +150,12 @@ def collect(
             record.status, record.error = "failed", f"{type(exc).__name__}: {exc}"
         else:
             record.status = "done"
-        record.seconds = round(time.monotonic() - start, 1)
-        with lock:
-            repo_log.update(record)
-            if record.status == "failed":
-                summary.failed_repos[repo] = record.error or ""
+        finally:
+            record.seconds = round(time.monotonic() - start, 1)
+            with lock:
+                repo_log.update(record)
+                if record.status == "failed":
+                    summary.failed_repos[repo] = record.error or ""
         if record.status == "failed":
             log.warning("%s: %s", repo, record.error)
         if on_repo is not None:
@@ -171,6 +173,9 @@ def collect(
             # mining ends; a fatal error (a refused token) stops the run.
             for future in as_completed([pool.submit(one, s) for s in sources]):
                 future.result()
+        except BaseException:
+            stop.set()  # before the shutdown waits for them: mining a big history takes minutes
+            raise
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
     sink.finish()
@@ -190,14 +195,20 @@ def _mine_one(
     changes: dict[str, str],
     on_fix: Callable[[str, str], None] | None,
     lock: threading.Lock,
+    stop: threading.Event | None = None,
 ) -> None:
     """Every fix of one repository, decided and written to `sink`; a change already collected
-    (`changes`: change id -> instance id) is a duplicate."""
-    fixes = _api_fixes(source, repo, options, client) if source.api and client else (
-        (f, None) for f in mine_fixes(source.path, options.since, options.until, repo=repo,
-                                      direct_commits=options.direct_commits)
-    )  # fmt: skip
+    (`changes`: change id -> instance id) is a duplicate. Once `stop` is set, KeyboardInterrupt
+    before the next fix."""
+    fixes: Iterator[tuple[Fix, dict[str, Any] | None]]
+    if source.api and client is not None:
+        fixes = api_fixes(source.path, repo, options.since, options.until, client)
+    else:
+        mined = mine_fixes(source.path, options.since, options.until, repo=repo,
+                           direct_commits=options.direct_commits, stop=stop)  # fmt: skip
+        fixes = ((f, None) for f in mined)
     for fix, pr in fixes:
+        raise_if_stopped(stop)
         record.fixes += 1
         iid = instance_id(repo, fix)
         with lock:
@@ -209,15 +220,15 @@ def _mine_one(
             try:
                 task = _candidate(fix, iid, pr, options, client if source.api else None)
             except GitError as exc:  # one unreadable commit: that fix, not the repository
-                raise _Reject("git", (str(exc) or "git failed").splitlines()[0]) from exc
+                raise Reject("git", (str(exc) or "git failed").splitlines()[0]) from exc
             # Within one repository: mined in order, so the first copy is kept whatever the
             # number of workers (a fork listed beside its origin is the list's own duplicate).
             cid = f"{repo}:{(task.model_extra or {}).get('change_id')}"
             with lock:
                 first = changes.setdefault(cid, iid)
             if first != iid:
-                raise _Reject("duplicate", f"the same change as {first} (cherry-pick)")
-        except _Reject as rej:
+                raise Reject("duplicate", f"the same change as {first} (cherry-pick)")
+        except Reject as rej:
             with lock:
                 summary.rejected[rej.stage] += 1
             sink.reject(_reject_record(iid, fix, rej))
@@ -232,7 +243,7 @@ def _mine_one(
             on_fix(iid, outcome)
 
 
-def _reject_record(iid: str, fix: Fix, rej: _Reject) -> dict[str, Any]:
+def _reject_record(iid: str, fix: Fix, rej: Reject) -> dict[str, Any]:
     return {
         "instance_id": iid,
         "repo": fix.repo,
@@ -243,38 +254,6 @@ def _reject_record(iid: str, fix: Fix, rej: _Reject) -> dict[str, Any]:
     }
 
 
-def _api_fixes(
-    source: RepoSource, repo: str, options: CollectOptions, client: GitHubClient
-) -> Iterator[tuple[Fix, dict[str, Any] | None]]:
-    """Merged PRs created in the window, newest first, joined with the local clone."""
-    params = {"state": "closed", "sort": "created", "direction": "desc"}
-    for pr in client.paginate(f"/repos/{repo}/pulls", params):
-        created = _iso(pr["created_at"])
-        if created < options.since:
-            break  # sorted by creation: everything further is older
-        if options.until is not None and created >= options.until:
-            continue
-        if not pr.get("merged_at") or not pr.get("merge_commit_sha"):
-            continue  # closed without merging: not a fix
-        sha = pr["merge_commit_sha"]
-        fix = fix_for_commit(source.path, repo, sha, pr_number=pr["number"])
-        if fix is not None and fix.kind == "commit":
-            # Neither a merge nor a "(#N)" squash: perhaps rebase-merged; the PR says how many
-            # commits it had (the list endpoint does not).
-            full = client.get_json(f"/repos/{repo}/pulls/{pr['number']}") or {}
-            n = int(full.get("commits") or 1)
-            if n > 1:
-                fix = fix_for_commit(source.path, repo, sha, pr_number=pr["number"], n_commits=n)
-        if fix is None:
-            stub = Fix(repo, source.path, "merge", "", sha, "", created, _iso(pr["merged_at"]),
-                       pr["number"])  # fmt: skip
-            yield stub, pr
-            continue
-        fix.created_at = created
-        fix.merged_at = _iso(pr["merged_at"])
-        yield fix, pr
-
-
 def _candidate(
     fix: Fix,
     iid: str,
@@ -282,17 +261,17 @@ def _candidate(
     options: CollectOptions,
     client: GitHubClient | None,
 ) -> Task:
-    """The candidate task of one fix, or _Reject with the stage and reason."""
+    """The candidate task of one fix, or Reject with the stage and reason."""
     if not fix.base_commit:
-        raise _Reject("git", f"commit {fix.fix_commit[:12]} is not in the clone: git fetch it")
+        raise Reject("git", f"commit {fix.fix_commit[:12]} is not in the clone: git fetch it")
     if fix.created_at < options.since:
-        raise _Reject("freshness", f"fix created {fix.created_at:%Y-%m-%d}, before --since")
+        raise Reject("freshness", f"fix created {fix.created_at:%Y-%m-%d}, before --since")
     if options.until is not None and fix.merged_at >= options.until:
-        raise _Reject("freshness", f"fix merged {fix.merged_at:%Y-%m-%d}, after --until")
+        raise Reject("freshness", f"fix merged {fix.merged_at:%Y-%m-%d}, after --until")
     raw = fix_diff(fix)
     split = split_diff(raw, options.rules)
     if split.rejection:
-        raise _Reject("split", split.rejection)
+        raise Reject("split", split.rejection)
     extra: dict[str, Any] = {
         "problem_source": "commit",
         "fix_commit": fix.fix_commit,
@@ -312,7 +291,9 @@ def _candidate(
     }
     statement, hints = fix.message, ""
     if client is not None and pr is not None:
-        statement, hints = _link_issues(fix, pr, extra, options, client)
+        statement, hints = link_issues(fix, pr, extra, client, since=options.since,
+                                       allow_unlinked=options.allow_unlinked,
+                                       max_hint_chars=options.max_hint_chars)  # fmt: skip
     task = Task(
         instance_id=iid,
         repo=fix.repo,
@@ -329,53 +310,5 @@ def _candidate(
     )
     rejected = check(task, options.filters)
     if rejected:
-        raise _Reject(f"filter:{rejected[0]}", rejected[1])
+        raise Reject(f"filter:{rejected[0]}", rejected[1])
     return apply_price(task, options.pricing)
-
-
-def _link_issues(
-    fix: Fix,
-    pr: dict[str, Any],
-    extra: dict[str, Any],
-    options: CollectOptions,
-    client: GitHubClient,
-) -> tuple[str, str]:
-    """(problem statement, hints) from the issues the PR closes; fills `extra` in place."""
-    repo = fix.repo
-    pr_text = f"{pr.get('title') or ''}\n{pr.get('body') or ''}"
-    numbers = linked_issues(pr_text + "\n" + fix.message, repo)
-    issues = []
-    for n in numbers:
-        issue = client.get_json(f"/repos/{repo}/issues/{n}")
-        if issue is None or issue.get("pull_request"):
-            continue  # deleted, or a reference to another PR rather than an issue
-        issues.append(issue)
-    labels = [lb["name"] for lb in pr.get("labels") or []]
-    extra["issue_numbers"] = [i["number"] for i in issues]
-    if not issues:
-        if not options.allow_unlinked:
-            raise _Reject("link", "no linked issue (closing keyword) found in the PR")
-        extra["labels"] = labels
-        return pr_text.strip(), ""
-    opened = min(_iso(i["created_at"]) for i in issues)
-    extra["issue_created_at"] = opened.isoformat()
-    extra["problem_source"] = "issue"
-    if opened < options.since:
-        raise _Reject("freshness", f"issue opened {opened:%Y-%m-%d}, before --since")
-    hints: list[str] = []
-    bounty_comments: list[dict[str, Any]] = []
-    count = 0
-    for issue in issues:
-        labels += [lb["name"] for lb in issue.get("labels") or []]
-        for c in client.paginate(f"/repos/{repo}/issues/{issue['number']}/comments"):
-            count += 1
-            body = c.get("body") or ""
-            # Hints are what was known before the fix was started, as in SWE-bench.
-            if _iso(c["created_at"]) < fix.created_at:
-                hints.append(body)
-            if "bount" in body.lower():
-                author = (c.get("user") or {}).get("login", "")
-                bounty_comments.append({"author": author, "body": body[:2000]})
-    extra.update(labels=sorted(set(labels)), num_comments=count, bounty_comments=bounty_comments)
-    statement = "\n\n".join(f"{i['title']}\n{i.get('body') or ''}".strip() for i in issues)
-    return statement, "\n".join(hints)[: options.max_hint_chars]

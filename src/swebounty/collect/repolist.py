@@ -8,7 +8,8 @@ exists is not fatal: the repository is recorded as failed with the reason, and t
 `RepoLog` is `<output stem>.repos.json`: per repository, its clone, how many fixes were mined
 in the window, whether mining finished or failed (and why), and the seconds it took. It is
 rewritten (atomically) after every repository, so a stopped run shows how far it got, and the
-yield funnel (funnel.py) counts repositories that gave no fix at all.
+yield funnel (funnel.py) counts repositories that gave no fix at all. It is a record, not a
+to-do list: every run mines every repository again (pipeline.collect).
 """
 
 from __future__ import annotations
@@ -109,7 +110,8 @@ class RepoRecord(BaseModel):
 
     repo: str
     clone: str | None = None
-    status: Literal["running", "done", "failed"] = "running"
+    # running: begun (or killed mid-way); stopped: interrupted mid-way, its fixes so far kept
+    status: Literal["running", "done", "failed", "stopped"] = "running"
     fixes: int = 0  # fix commits and merged PRs that landed in the window
     error: str | None = None
     seconds: float = 0.0
