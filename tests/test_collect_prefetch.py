@@ -1,18 +1,26 @@
 """Environments prefetched while the workers run tests (collect/prefetch.py): in order, never
 too far ahead, never for a candidate a worker has begun, a failure left to the candidate's own
-runs, and the same validation results as without. `test_collect_e2e.py` runs it with real
-environments (the CLI prefetches by default)."""
+runs, and the same validation results as without; closed, in slices, and interrupted, the
+builds ended rather than waited for. `test_collect_e2e.py` runs it with real environments (the
+CLI prefetches by default)."""
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from swebounty.collect.batch import validate
 from swebounty.collect.prefetch import Prefetch
+from swebounty.sandbox._process import kill_running
+from swebounty.sandbox.base import Policy, RunResult
+from swebounty.sandbox.unsafe import UnsafeSandbox
 from swebounty.tasks import Task, load_tasks
 from test_collect_validate import Ctx, Script, _task, run
+from test_interruptible import interrupt_the_waiting_main_thread, python_takes_ctrl_c
 
 
 def _wait_for(cond: threading.Condition, check: object, timeout: float = 10.0) -> None:
@@ -157,3 +165,44 @@ def test_an_interrupted_validate_stops_at_once_and_records_nothing_more(tmp_path
     assert len(started) <= 4, started  # the first one, the other worker's, nothing queued
     # Only what was recorded before the interruption is in the outputs; the rest is redone.
     assert len(out.with_name("tasks.jsonl.partial").read_text().splitlines()) == 1
+
+
+def test_a_ctrl_c_during_close_ends_the_builds_and_leaves_no_process(tmp_path: Path) -> None:
+    # close() joined its threads with no timeout: a Ctrl-C the main thread could not take while
+    # it waited came only when the build ended, and a build step in the sandbox (a session of
+    # its own, which the terminal's Ctrl-C does not reach) ran to its end meanwhile.
+    begun = threading.Event()
+    results: list[RunResult] = []
+    sleeper = [sys.executable, "-c", "import time; time.sleep(30)"]
+
+    def warm(task: Task) -> None:
+        begun.set()
+        results.append(UnsafeSandbox().run(sleeper, workdir=tmp_path, mounts=[],
+                                           policy=Policy(timeout_s=120)))  # fmt: skip
+
+    ahead = Prefetch([_task("c0")], warm, threads=1, ahead=1)
+    assert begun.wait(30)
+    interrupter = threading.Thread(target=interrupt_the_waiting_main_thread)
+    with python_takes_ctrl_c(), pytest.raises(KeyboardInterrupt):
+        interrupter.start()
+        ahead.close()
+    interrupter.join()
+    assert not ahead.threads[0].is_alive()  # returned before close did: no step left behind
+    assert results and results[0].returncode != 0, results  # killed, not run to its end
+    assert ahead.cancelled.is_set() and kill_running() == 0
+
+
+def test_a_build_whose_git_died_of_ctrl_c_stops_the_prefetch_quietly(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A terminal's Ctrl-C reaches the git a build runs, which raises KeyboardInterrupt in the
+    # prefetch thread (headtree.raise_if_interrupted): it used to die with a traceback.
+    uncaught: list[object] = []
+    monkeypatch.setattr(threading, "excepthook", uncaught.append)
+
+    def warm(task: Task) -> None:
+        raise KeyboardInterrupt("git was interrupted")
+
+    ahead = Prefetch([_task("c0"), _task("c1")], warm, threads=1, ahead=5)
+    ahead.close()
+    assert uncaught == [] and ahead.warmed == ["c0"]

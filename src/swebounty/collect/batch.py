@@ -8,6 +8,7 @@ class (funnel.py) and what the run cost (costs.py).
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -89,9 +90,10 @@ def _local(
 ) -> None:
     """`todo` on a thread pool of this process. Interrupted (Ctrl-C), it stops: no queued
     candidate starts, the running ones' sandboxes are ended and nothing more is recorded, so
-    what they were doing is redone by the next run. An environment build under way goes on to
-    its end before the process exits (its steps do not look at the interruption)."""
-    cancelled = getattr(ctx, "cancelled", None)  # a test's stand-in may have none
+    what they were doing is redone by the next run. The environments being prefetched are
+    ended too (their sandboxed steps killed), and their threads waited for (prefetch.py)."""
+    # A test's stand-in context may have no `cancelled`: the prefetch still needs one.
+    cancelled: threading.Event = getattr(ctx, "cancelled", None) or threading.Event()
     ahead: Prefetch | None = None
     if prefetch > 0 and todo:
         ahead = Prefetch(todo, warm or warm_environment(ctx), threads=prefetch,
@@ -108,12 +110,11 @@ def _local(
         for future in as_completed(futures):
             record(futures[future], future.result())
     except BaseException:
-        if cancelled is not None:
-            cancelled.set()  # first: no new sandbox starts (EvalContext.lease)
+        cancelled.set()  # first: no new sandbox starts (EvalContext.lease), no new build
         pool.shutdown(wait=False, cancel_futures=True)
-        if ahead is not None:
-            ahead.close(wait=False)  # builds under way end with the process
         kill_until_returned(futures)
+        if ahead is not None:
+            ahead.close()  # cancelled: ends the builds under way, waits for their threads
         raise
     pool.shutdown()
     if ahead is not None:
