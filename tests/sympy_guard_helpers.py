@@ -87,9 +87,10 @@ def guarded(
     python: str = sys.executable,
     files: tuple[str, ...] = (TEST_FILE,),
     changed: dict[str, str] | None = None,
+    guard: Path = SYMPY_RUNNER,
 ) -> tuple[GuardResult | None, int | None]:
     """A guarded `bin/test` run of minisym with `calc` as its (untrusted) library code;
-    `changed`: more files of the submission's (untrusted)."""
+    `changed`: more files of the submission's (untrusted); `guard`: the guard's (a copy)."""
     ws = tmp / "ws"
     project = {**PROJECT, "minisym/calc.py": calc, TEST_FILE: tests, **(changed or {})}
     for rel, text in project.items():
@@ -108,7 +109,7 @@ def guarded(
     write_config(tmp / "config.json", config)
     key = new_key()
     policy = Policy(timeout_s=120, env={"PATH": "/usr/bin:/bin"})
-    argv = runner_argv(python, tmp / "config.json", SYMPY_RUNNER)
+    argv = runner_argv(python, tmp / "config.json", guard)
     run = UnsafeSandbox().run(argv, workdir=ws, mounts=[], policy=policy, stdin=key,
                               result_channel=True)  # fmt: skip
     return read_channel(run.channel, key), run.returncode

@@ -26,6 +26,7 @@ def test_every_kind_of_result_is_recorded_as_the_runner_reported_it(
 ) -> None:
     result, code = guarded(tmp_path, python=python)
     assert result is not None and result.problems == [], result and result.problems
+    assert result.errors == []  # a test's exception (test_crash's) is its own, not the guard's
     assert statuses(result) == HONEST
     assert result.exitstatus == code == 1
     assert "RuntimeError: boom" in (result.tests[f"{TEST_FILE}::test_crash"]["message"] or "")

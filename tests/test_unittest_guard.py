@@ -106,9 +106,11 @@ def guarded(
     tests: str = TESTS,
     python: str = sys.executable,
     helpers: str = "",
+    runner: Path = UNITTEST_RUNNER,
     **program: object,
 ) -> tuple[GuardResult | None, int | None]:
-    """`helpers`: tests/helpers.py, a base file of the tests (a project's decorators)."""
+    """`helpers`: tests/helpers.py, a base file of the tests (a project's decorators);
+    `runner`: the guard's (a copy)."""
     ws = tmp / "ws"
     (ws / "pkg").mkdir(parents=True)
     (ws / "tests").mkdir()
@@ -127,7 +129,7 @@ def guarded(
     write_config(tmp / "config.json", config)
     key = new_key()
     policy = Policy(timeout_s=120, env={"PYTHONPATH": str(ws), "PATH": "/usr/bin:/bin"})
-    argv = runner_argv(python, tmp / "config.json", UNITTEST_RUNNER)
+    argv = runner_argv(python, tmp / "config.json", runner)
     run = UnsafeSandbox().run(argv, workdir=ws, mounts=[], policy=policy, stdin=key,
                               result_channel=True)  # fmt: skip
     return read_channel(run.channel, key), run.returncode
@@ -154,7 +156,7 @@ def test_every_kind_of_result_is_recorded_as_unittest_reported_it(
     tmp_path: Path, python: str
 ) -> None:
     result, code = guarded(tmp_path, python=python)
-    assert result is not None and result.problems == []
+    assert result is not None and result.problems == [] and result.errors == []
     assert statuses(result) == HONEST
     assert result.exitstatus == code == 1
     ok = result.tests["tests.test_x.T.test_ok"]

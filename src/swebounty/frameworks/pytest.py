@@ -239,6 +239,8 @@ def read_results(
         return f"installing the workspace failed (exit {guard.setup_exit}); see test_output.txt"
     if guard.infra_restored:
         result.test_infra_reverted += [f"{p} (after the install)" for p in guard.infra_restored]
+    if guard.errors:  # before its problems: a guard that broke may see false ones after
+        return "; ".join(guard.errors[:3])
     if guard.problems:
         _tampered(result, guard.problems)
         return None

@@ -273,8 +273,8 @@ def received(
 ) -> tuple[GuardResult | None, str | None]:
     """(the guard's message, when its records are to be read; why the run gave no usable
     results). What every guarded runner's message says before its records: no message, a
-    failed install, the infrastructure put back after it, tampering (`result` says so), and
-    the exit status the guard saw."""
+    failed install, the infrastructure put back after it, the guard's own error, tampering
+    (`result` says so), and the exit status the guard saw."""
     if guard is None:
         return None, f"tests timed out after {timeout_s:.0f} s" if result.timed_out else (
             f"the test process ended without sending results (exit code {result.exit_code})"
@@ -285,6 +285,8 @@ def received(
         )
     if guard.infra_restored:
         result.test_infra_reverted += [f"{p} (after the install)" for p in guard.infra_restored]
+    if guard.errors:  # before its problems: a guard that broke may see false ones after
+        return None, "; ".join(guard.errors[:3])
     if guard.problems:
         _tampered(result, guard.problems)
         return None, None

@@ -43,6 +43,8 @@ class GuardResult:
     unloaded_conftest: tuple[str, str] | None = None
     statuses: dict[str, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    # The guard's own errors (faults.py): it may have stopped recording, so no result is read.
+    errors: list[str] = field(default_factory=list)
     infra_restored: list[str] = field(default_factory=list)
     setup_exit: int | None = None
     # unittest-based runs (unittest_guard.py): id -> {"status", "message", "kind", "doc"}
@@ -123,6 +125,7 @@ def read_channel(data: bytes | None, key: bytes, truncated: bool = False) -> Gua
         unloaded_conftest=_pair(payload.get("unloaded_conftest")),
         statuses={str(k): str(v) for k, v in (payload.get("statuses") or {}).items()},
         problems=[str(p) for p in payload.get("problems") or []],
+        errors=[str(e) for e in payload.get("errors") or []],
         infra_restored=[str(p) for p in payload.get("infra_restored") or []],
         setup_exit=payload.get("setup_exit"),
         tests=_tests(payload.get("tests")),

@@ -69,16 +69,18 @@ class Fixtures:
     @pytest.hookimpl(hookwrapper=True, tryfirst=True)
     def pytest_make_collect_report(self, collector):
         yield
-        with contextlib.suppress(Exception):  # a collector pytest fails to read: no record
+        with (
+            self.calls.guard.faults.others_suppressed()
+        ):  # a collector pytest fails to read: no record
             self._sweep()
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_finish(self, session):
-        with contextlib.suppress(Exception):
+        with self.calls.guard.faults.others_suppressed():
             self._sweep()
         items = self.genuine.attributes(session).get("items")
         for item in list(items) if type(items) is list else []:
-            with contextlib.suppress(Exception):
+            with self.calls.guard.faults.others_suppressed():
                 self._record(item)
 
     @pytest.hookimpl(hookwrapper=True, tryfirst=True)

@@ -54,9 +54,12 @@ def main():
     program = _load("run_unittest")  # how a script runs as `__main__`, and its exit status
     guard = _load("sympy_guard").SympyGuard(
         channel, config, restored, _load("genuine"), _load("machinery"), _load("reads"),
-        _load("sympy_modules"),
+        _load("sympy_modules"), _load("faults"),
     )  # fmt: skip
-    guard.install()
+    guard.faults.run(guard.install, cut=True)
+    if guard.faults.errors:
+        guard.finish(1)  # no code of the workspace ran yet: nothing to run without the guard
+        common._exit_now(1)
     site.main()  # .pth files and sitecustomize, as `python` runs them at start
     common._keep_site_for_children()
     code = 1

@@ -53,10 +53,13 @@ def main():
             sys.path.remove(p)
     guard_module = _load("unittest_guard")
     guard = guard_module.UnittestGuard(
-        channel, config, restored, _load("genuine"), _load("machinery"),
+        channel, config, restored, _load("genuine"), _load("machinery"), _load("faults"),
         _load("hypothesis_profile"), _load("reads"),
     )  # fmt: skip
-    guard.install()
+    guard.faults.run(guard.install, cut=True)
+    if guard.faults.errors:
+        guard.finish(1)  # no code of the workspace ran yet: nothing to run without the guard
+        common._exit_now(1)
     site.main()  # .pth files and sitecustomize, as `python` runs them at start
     common._keep_site_for_children()
     code = 1

@@ -63,8 +63,14 @@ _compile, _exec, _str = builtins.compile, builtins.exec, builtins.str
 class SympyGuard:
     """Loads sympy's runner, records its reports, checks and sends (module docstring)."""
 
-    def __init__(self, channel, config, restored, genuine, machinery, reads, modules):
+    def __init__(self, channel, config, restored, genuine, machinery, reads, modules, faults):
         self.channel, self.restored = channel, restored
+        # An error of the guard's own code is sent as such, never a silent loss (faults.py).
+        spaces = [
+            globals(),
+            *(vars(m) for m in (genuine, genuine._forwarders, machinery, reads, modules)),
+        ]
+        self.faults = faults.Faults("sympy guard", spaces, _MESSAGE_CHARS)
         self.machinery, self._genuine_module = machinery, genuine
         self.workspace = os.path.join(_realpath(config["workspace"]), "")
         self.untrusted = {_realpath(p) for p in config.get("untrusted_files", [])}
@@ -96,14 +102,18 @@ class SympyGuard:
         they are before any code of the workspace runs."""
         self.modules.install()
         self.reads.snapshot_builtins()
-        for klass in (SympyGuard, type(self.modules)):
+        own = (SympyGuard, type(self.modules), type(self.faults))
+        for klass in own:
             self.genuine.remember_class(klass)
-        self.own = {k: self.machinery.describe(k) for k in (SympyGuard, type(self.modules))}
+        self.own = {k: self.machinery.describe(k) for k in own}
 
     def _hook(self, name, module, codes):
-        """Wrap the reporter's methods of the runner's module, once its body ran."""
-        if name != self.module_name:
-            return
+        """Wrap the reporter's methods of the runner's module, once its body ran (an error of
+        the guard's is recorded, not an ImportError of the runner's module)."""
+        if name == self.module_name:
+            self.faults.run(self._wrap_reporter, module, codes)
+
+    def _wrap_reporter(self, module, codes):
         namespace = self._genuine_module.namespace(module)
         self.namespace = namespace
         runner, reporter = namespace.get(_RUNNER_CLASS), namespace.get(_REPORTER_CLASS)
@@ -130,7 +140,9 @@ class SympyGuard:
         guard = self
 
         def report(*args, **kwargs):
-            guard.report(name, args, _getframe(1))
+            # The runner goes on past an error of the guard's (recorded), and lets the test's
+            # own exceptions (a reported value's `__str__`, say) through, as before.
+            guard.faults.run(guard.report, name, args, _getframe(1))
             return original(*args, **kwargs)
 
         return report
@@ -304,11 +316,12 @@ class SympyGuard:
     def finish(self, exitstatus):
         if self.channel.sent:
             return
-        self.verify()
+        self.faults.run(self.verify, cut=True)
         self.channel.send({
             "exitstatus": exitstatus,
             "tests": self.tests,
             "problems": self.problems,
+            "errors": self.faults.errors,
             "infra_restored": self.restored,
             "notes": self.notes,
         })  # fmt: skip

@@ -22,7 +22,6 @@ and sends everything, with the runner's exit status, through the harness's chann
 Python 3.6+, standard library only.
 """
 
-import contextlib
 import os
 import sys
 import types
@@ -46,9 +45,15 @@ class UnittestGuard:
     """Records, checks and sends; `install` puts its recorders in front of unittest."""
 
     def __init__(
-        self, channel, config, restored, genuine, machinery, hypothesis_profile=None, reads=None
-    ):
+        self, channel, config, restored, genuine, machinery, faults, hypothesis_profile=None,
+        reads=None,
+    ):  # fmt: skip
         self.channel = channel
+        # An error of the guard's own code is sent as such, never a silent loss (faults.py).
+        mods = [
+            m for m in (genuine, genuine._forwarders, machinery, hypothesis_profile, reads) if m
+        ]
+        self.faults = faults.Faults("unittest guard", [globals(), *map(vars, mods)], _MESSAGE_CHARS)
         self.reads = reads.Reads(genuine.held) if reads else None  # test methods' code and defaults
         self.loaded = {}  # id -> each suite whose methods were remembered (kept alive)
         # Hypothesis tests without deadlines, speed checks or randomness (hypothesis_profile.py)
@@ -101,14 +106,14 @@ class UnittestGuard:
             real = result._swebounty_result if isinstance(result, Recorder) else result
             recorder = Recorder(guard, real, self) if real is not None else None
             if guard.hypothesis is not None:
-                guard.hypothesis.before_case(self)
-            guard.before_run(self)
+                guard.faults.run(guard.hypothesis.before_case, self)
+            guard.faults.run(guard.before_run, self)
             return case_run(self, recorder, *args, **kwargs)
 
         def suite(self, result, *args, **kwargs):
             if not isinstance(result, Recorder):
                 result = Recorder(guard, result, None)
-            guard.load(self)
+            guard.faults.run(guard.load, self)
             return suite_run(self, result, *args, **kwargs)
 
         run.__wrapped__, suite.__wrapped__ = case_run, suite_run
@@ -120,9 +125,10 @@ class UnittestGuard:
                 self.snapshots[name] = self.machinery.describe(module, self.genuine)
                 path = getattr(module, "__file__", None)
                 self.genuine.remember_module(module, os.path.realpath(path) if path else None)
-        self.genuine.remember_class(UnittestGuard)
-        self.genuine.remember_class(Recorder)
-        self.own = {k: self.machinery.describe(k) for k in (UnittestGuard, Recorder)}
+        own = (UnittestGuard, Recorder, type(self.faults))
+        for klass in own:
+            self.genuine.remember_class(klass)
+        self.own = {k: self.machinery.describe(k) for k in own}
 
     def _problem(self, text):
         if text not in self.problems and len(self.problems) < _MAX_PROBLEMS:
@@ -207,7 +213,7 @@ class UnittestGuard:
             if type(tests) is list:
                 stack.extend(tests)
             else:
-                with contextlib.suppress(Exception):  # a descriptor of the submission's, say
+                with self.faults.others_suppressed():  # a descriptor of the submission's, say
                     self.reads.remember(self._method(node))
 
     def before_run(self, test):
@@ -215,8 +221,9 @@ class UnittestGuard:
         it ran is judged as it was, not as it is when its pass comes."""
         try:
             why = self._method_problem(test)
-        except Exception as exc:  # a descriptor of the submission's, say
-            why = "its test method could not be read (%s)" % type(exc).__name__
+        except Exception as exc:  # a descriptor of the submission's, say; or the guard's error
+            kind = "the guard's error" if self.faults.caught(exc) else type(exc).__name__
+            why = "its test method could not be read (%s)" % kind
         if why:
             self.doubted[id(test)] = (test, why)  # kept alive, so no id is reused
 
@@ -290,11 +297,12 @@ class UnittestGuard:
         if self.channel.sent:
             return
         self.exitstatus = exitstatus
-        self.verify()
+        self.faults.run(self.verify, cut=True)
         self.channel.send({
             "exitstatus": exitstatus,
             "tests": self.tests,
             "problems": self.problems,
+            "errors": self.faults.errors,
             "infra_restored": self.restored,
             "notes": self.notes,
         })  # fmt: skip
@@ -317,7 +325,9 @@ class Recorder:
         recorder = self
 
         def report(*args):
-            guard.record(name, recorder, args, sys._getframe(1).f_code)
+            # unittest goes on past an error of the guard's (recorded); a test's own
+            # exception (a descriptor of its class, say) goes through, as before.
+            guard.faults.run(guard.record, name, recorder, args, sys._getframe(1).f_code)
             return real(*args)
 
         return report
