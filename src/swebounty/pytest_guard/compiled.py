@@ -48,7 +48,6 @@ FILES = (
     "testcalls.py",
     "fixtures.py",
     "reads.py",
-    "faults.py",
 )
 RUNNER_PYC = "run_pytest.pyc"
 # Argv: the temporary directory to write, the final one (the code's file names), the tag.

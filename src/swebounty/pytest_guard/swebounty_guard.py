@@ -9,12 +9,12 @@ hook implementation, trace function or import hook comes from a file the submiss
 (and that code claiming a trusted file really is that file's: genuine.py), reads the JUnit
 XML pytest has just written (not whatever the file holds later), and sends all of it
 through the harness's channel, authenticated with the key only this process holds.
-Whatever it finds wrong is a "problem": the harness flags the attempt and never resolves it
-(an error of its own code: an `error`, faults.py).
+Whatever it finds wrong is a "problem": the harness flags the attempt and never resolves it.
 
 Python 3.6+ and any pytest from 4.6 on; standard library only.
 """
 
+import contextlib
 import importlib.util
 import os
 import sys
@@ -24,20 +24,23 @@ import pytest
 
 def _load_sibling(name):
     """A module of this directory (never on sys.path, where the workspace could shadow it)."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".py")
-    spec = importlib.util.spec_from_file_location("swebounty_" + name, path)
+    here = os.path.dirname(os.path.abspath(__file__))
+    spec = importlib.util.spec_from_file_location(
+        "swebounty_" + name, os.path.join(here, name + ".py")
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-genuine, machinery = _load_sibling("genuine"), _load_sibling("machinery")
+genuine = _load_sibling("genuine")
+machinery = _load_sibling("machinery")
 reportclass = _load_sibling("reportclass")
 junitfile = _load_sibling("junitfile")
 timelimit = _load_sibling("timelimit")
 hypothesis_profile = _load_sibling("hypothesis_profile")
-testcalls, fixtures = _load_sibling("testcalls"), _load_sibling("fixtures")
-reads, faults = _load_sibling("reads"), _load_sibling("faults")
+testcalls = _load_sibling("testcalls")
+fixtures = _load_sibling("fixtures")
 
 _MAX_PROBLEMS = 50
 _watched, _describe, _member = machinery.watched, machinery.describe, machinery.member
@@ -48,8 +51,6 @@ class Guard:
 
     def __init__(self, channel, config, restored):
         self.channel = channel
-        mods = (genuine, genuine._forwarders, machinery, reportclass, testcalls, fixtures, reads)
-        self.faults = faults.Faults("pytest guard", [globals(), *map(vars, mods)], 2000)
         self.workspace = os.path.realpath(config["workspace"])
         self.untrusted = {os.path.realpath(p) for p in config.get("untrusted_files", [])}
         self.trusted_dirs = [
@@ -65,7 +66,7 @@ class Guard:
         # Another: Hypothesis tests run without deadlines, speed checks or randomness.
         self.hypothesis = hypothesis_profile.StableHypothesis(config["workspace"])
         self.conftests = _load_sibling("conftests").Conftests(config["workspace"])  # a third
-        self.calls = testcalls.TestCalls(self, genuine, fixtures, reads)
+        self.calls = testcalls.TestCalls(self, genuine, fixtures, _load_sibling("reads"))
         workspace = config["workspace"]
         infra = (config.get("infra") or {}).get("files") or {}
         self.genuine = genuine.Genuine(
@@ -110,7 +111,7 @@ class Guard:
         # pytest imports its default plugins in main(): import them now, so they are in the
         # snapshot taken before the workspace's code runs.
         for name in getattr(_pytest.config, "default_plugins", ()):
-            with self.faults.others_suppressed():
+            with contextlib.suppress(Exception):
                 importlib.import_module("_pytest." + name)
 
         for name, module in list(sys.modules.items()):
@@ -123,7 +124,7 @@ class Guard:
                 self.genuine.remember_module(module, self._real(path) if path else None)
         # these plugins' own hooks
         own = (timelimit.TimeLimit, hypothesis_profile.StableHypothesis, type(self.conftests))
-        for klass in (Guard, type(self.faults), *own):
+        for klass in (Guard, *own):
             self.genuine.remember_class(klass)
         self.calls.snapshot()  # remembers its class too
         # The import machinery as it is before the workspace's code runs: its finders and
@@ -138,7 +139,7 @@ class Guard:
         for finder in sys.meta_path:
             for klass in type(finder).__mro__:
                 self.genuine.remember_class(klass)
-        with self.faults.others_suppressed():
+        with contextlib.suppress(Exception):
             from _pytest.assertion.rewrite import AssertionRewritingHook
 
             self.rewrite_hook = AssertionRewritingHook
@@ -162,7 +163,7 @@ class Guard:
     def pytest_load_initial_conftests(self, early_config):
         # Entry points are loaded by now, and no conftest.py yet: later code cannot pass its
         # plugin off as one by adding it to the list.
-        with self.faults.others_suppressed():
+        with contextlib.suppress(Exception):
             self.entry_points = [p for p, _ in early_config.pluginmanager.list_plugin_distinfo()]
         self.plugin_reports.find(self)  # the report classes of the plugins loaded by now
 
@@ -204,7 +205,7 @@ class Guard:
     def verify(self):
         self._reals = {}
         try:
-            self.faults.run(self._verify, cut=True)
+            self._verify()
         finally:
             self._reals = None
 
@@ -220,7 +221,7 @@ class Guard:
 
     def _verify(self):
         plugins = []
-        with self.faults.others_suppressed():
+        with contextlib.suppress(Exception):
             plugins = list(self.config.pluginmanager.get_plugins())
         self.genuine.set_modules(list(sys.modules.values()) + plugins)
         self._classes = {}
@@ -386,7 +387,6 @@ class Guard:
             "unloaded_conftest": self.conftests.failed,
             "statuses": self.statuses(),
             "problems": self.problems,
-            "errors": self.faults.errors,
             "infra_restored": self.restored,
             "notes": self.notes,
         })  # fmt: skip

@@ -36,6 +36,7 @@ classes' namespaces, read without running code of those classes (but pytest 9's 
 which its class's property builds).
 """
 
+import contextlib
 import os
 import sys
 import types
@@ -84,9 +85,8 @@ class TestCalls:
         try:
             why = self._function_problem(pyfuncitem) or self.fixtures.problem(pyfuncitem)
             why = why or self.reads.look(pyfuncitem.nodeid)
-        except Exception as exc:  # a descriptor of the submission's, say; or the guard's error
-            kind = "the guard's error" if self.guard.faults.caught(exc) else type(exc).__name__
-            why = "its test function could not be read (%s)" % kind
+        except Exception as exc:  # a descriptor of the submission's, say
+            why = "its test function could not be read (%s)" % type(exc).__name__
         self.reached[pyfuncitem.nodeid] = (pyfuncitem, why)
         yield
 
@@ -103,12 +103,12 @@ class TestCalls:
     @pytest.hookimpl(tryfirst=True)
     def pytest_plugin_registered(self, plugin):
         space = self.genuine.namespace(plugin)  # a conftest.py, a module `pytest_plugins` names
-        with self.guard.faults.others_suppressed():
+        with contextlib.suppress(Exception):
             self._track(space)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logstart(self, nodeid):
-        with self.guard.faults.others_suppressed():
+        with contextlib.suppress(Exception):
             item = self._item(nodeid)
             if item is not None:
                 self.reads.start(nodeid, self.fixtures.readers(item))
@@ -116,7 +116,7 @@ class TestCalls:
     @pytest.hookimpl(hookwrapper=True, tryfirst=True)
     def pytest_pycollect_makeitem(self, collector, name, obj):
         outcome = yield
-        with self.guard.faults.others_suppressed():  # the test function as it is made an item
+        with contextlib.suppress(Exception):  # the test function as it is made an item
             func = self.genuine.function_of(obj) if outcome.get_result() else None
             if isinstance(func, types.FunctionType):
                 self.reads.remember(func)
@@ -131,12 +131,8 @@ class TestCalls:
             self._now = {}
             self._modules()
             why = self._unless_same(collector, self._holds, collector)
-        except Exception as exc:  # the guard's own error is its error, not the collector's
-            why = (
-                None
-                if self.guard.faults.caught(exc)
-                else "could not be read (%s)" % type(exc).__name__
-            )
+        except Exception as exc:
+            why = "could not be read (%s)" % type(exc).__name__
         if why:
             self.guard._problem("a collector that made tests %s" % why)
 
@@ -211,7 +207,7 @@ class TestCalls:
         """genuine's modules (sys.modules, pytest's plugins, the test module pytest loaded),
         gathered afresh only when they may have changed: sys.modules holds thousands."""
         plugins = []
-        with self.guard.faults.others_suppressed():
+        with contextlib.suppress(Exception):
             plugins = list(self._manager().get_plugins())
         key = (len(sys.modules), len(plugins), id(self._module))
         if key != self._key or self.guard.genuine.modules is not self._set:
