@@ -76,25 +76,6 @@ class Faults:
         if text not in self.errors and len(self.errors) < _MAX_ERRORS:
             self.errors.append(text)
 
-    def others_suppressed(self):
-        """`contextlib.suppress(Exception)` for what code the guard calls raises; the guard's
-        own exception is recorded."""
-        return _Suppress(self)
-
-
-class _Suppress:
-    def __init__(self, faults):
-        self.faults = faults
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, kind, exc, tb):
-        if exc is None or not isinstance(exc, Exception):
-            return False
-        self.faults.caught(exc)
-        return True
-
 
 def _codes_in(namespace):
     """Every code object of a namespace's functions and its classes' methods (their properties,
