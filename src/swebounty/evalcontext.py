@@ -102,10 +102,13 @@ class EvalContext:
         base_failures: BaseFailures = "network",
         memory_bytes: int | None = None,
         work_kind: str = "run",
+        sources_dir: Path | None = None,
     ) -> EvalContext:
         """`memory_bytes` per worker defaults to a share of the machine (memory_share);
         `work_kind` names the work directories (workdirs.make_work_dir, make_memory_work_dir);
-        leftovers of this user's dead harnesses on this host are removed first."""
+        `sources_dir` holds sources the projects' builds would download (envs/sources.py;
+        default CACHE/sources); leftovers of this user's dead harnesses on this host are
+        removed first."""
         cache_dir = cache_dir.expanduser().resolve()
         cache_dir.mkdir(parents=True, exist_ok=True)
         sweep_dead_work_dirs(cache_dir)
@@ -122,7 +125,12 @@ class EvalContext:
             runs_dir=runs_dir.expanduser().resolve(),
             repos_dir=repos_dir.expanduser().resolve() if repos_dir else None,
             sandbox=sandboxes[0],
-            envs=EnvManager(cache_dir / "envs", python_dirs=list(python_dirs), offline=offline),
+            envs=EnvManager(
+                cache_dir / "envs",
+                python_dirs=list(python_dirs),
+                offline=offline,
+                sources_dir=sources_dir or cache_dir / "sources",
+            ),
             policy=Policy(
                 timeout_s=timeout_s,
                 test_limit_s=test_limit_s,

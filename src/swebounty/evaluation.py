@@ -168,6 +168,7 @@ def open_evaluation(
     base_failures: BaseFailures = DEFAULT_POLICY,
     executor: ExecutorConfig | str = "local",
     add_to_run: bool = False,
+    sources_dir: Path | None = None,
 ) -> Evaluation:
     """Check every input, load the dataset and submissions, open the run in the store.
 
@@ -249,6 +250,7 @@ def open_evaluation(
             python_dirs=python_dirs,
             keep_test_infra=keep_test_infra,
             base_failures=base_failures,
+            sources_dir=sources_dir,
         )
     except RuntimeError as exc:
         raise EvalInputError(str(exc)) from exc
@@ -349,6 +351,7 @@ def evaluate(
     base_failures: BaseFailures = DEFAULT_POLICY,
     executor: ExecutorConfig | str = "local",
     add_to_run: bool = False,
+    sources_dir: Path | None = None,
 ) -> list[Verdict]:
     """Evaluate `submissions` on `dataset` and return the run's verdicts for its tasks.
 
@@ -382,6 +385,7 @@ def evaluate(
         base_failures=base_failures,
         executor=executor,
         add_to_run=add_to_run,
+        sources_dir=sources_dir,
     ) as ev:
         try:
             ev.run(force=force, retry_errors=retry_errors, on_verdict=on_verdict)

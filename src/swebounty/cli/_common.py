@@ -40,6 +40,15 @@ CacheOpt = Annotated[
     Path | None,
     typer.Option(help="environments, mirrors, the demo repo [default: HOME/cache]"),
 ]
+# Sources a project's build would download (FreeType for matplotlib), see envs/sources.py.
+SourcesOpt = Annotated[
+    Path | None,
+    typer.Option(
+        help="source trees NAME-VERSION/ or tarballs NAME-VERSION.tar.gz that projects' builds "
+        "would download (FreeType 2.6.1 for matplotlib's image tests) [default: CACHE/sources]",
+        show_default=False,
+    ),
+]
 
 # What a PASS_TO_PASS test failing on the unpatched base too counts for (swebounty.baseline).
 BaseFailuresOpt = Annotated[

@@ -14,6 +14,7 @@ from swebounty.cli._common import (
     LogLevelOpt,
     QuietOpt,
     RunsOpt,
+    SourcesOpt,
     VerboseOpt,
     fail,
     load_dataset,
@@ -99,6 +100,7 @@ def envs_build(
     home: HomeOpt = None,
     cache_dir: CacheOpt = None,
     python_dir: Annotated[list[Path] | None, typer.Option(help="extra interpreter folders")] = None,
+    sources_dir: SourcesOpt = None,
     verbose: VerboseOpt = False,
     quiet: QuietOpt = False,
     log_level: LogLevelOpt = None,
@@ -133,6 +135,7 @@ def envs_build(
         repos_dir=repos_dir or demo_repos,
         sandbox="none",  # building runs nothing of the tasks' code
         python_dirs=python_dir or [],
+        sources_dir=sources_dir,
     )
     table = Table(title="environments")
     for col in ("task", "env", "runtime", "s", "problem"):

@@ -18,6 +18,7 @@ from swebounty.cli._common import (
     LogLevelOpt,
     QuietOpt,
     RunsOpt,
+    SourcesOpt,
     TaskCpusOpt,
     TaskMemoryOpt,
     TestLimitOpt,
@@ -117,6 +118,7 @@ def eval_cmd(
     python_dir: Annotated[
         list[Path] | None, typer.Option(help="extra folders to look for interpreters in")
     ] = None,
+    sources_dir: SourcesOpt = None,
     keep_test_infra: Annotated[
         bool,
         typer.Option(
@@ -175,6 +177,7 @@ def eval_cmd(
                 test_limit_s=test_limit,
                 unsafe=unsafe,
                 python_dirs=python_dir or [],
+                sources_dir=sources_dir,
                 keep_test_infra=keep_test_infra,
                 base_failures=policy,
                 executor=config,

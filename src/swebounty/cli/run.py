@@ -17,6 +17,7 @@ from swebounty.cli._common import (
     ExecutorOpt,
     HomeOpt,
     RunsOpt,
+    SourcesOpt,
     TaskCpusOpt,
     TaskMemoryOpt,
     TestLimitOpt,
@@ -184,6 +185,7 @@ def run_cmd(
     python_dir: Annotated[
         list[Path] | None, typer.Option(help="extra folders to look for interpreters in")
     ] = None,
+    sources_dir: SourcesOpt = None,
     base_failures: BaseFailuresOpt = "network",
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
@@ -294,6 +296,7 @@ def run_cmd(
             test_limit_s=test_limit,
             python_dirs=python_dir or [],
             base_failures=base_failures,
+            sources_dir=sources_dir,
         )
     except RuntimeError as exc:
         raise fail(str(exc)) from exc

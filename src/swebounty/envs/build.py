@@ -124,6 +124,7 @@ class Builder:
                 "spec": rspec.model_dump(mode="json", exclude={"why"}),
                 "interpreters": [str(i.executable) + "=" + i.version for i in candidates],
             }
+            | self.cache.key_part(workspace)
         )
         with self.guard:
             memo = self.memo.get(spec_key)
@@ -211,15 +212,11 @@ class Builder:
             pristine: set[str] | None = None
             if spec.install_project:
                 version_env = buildcopy.prepare(
-                    workspace,
-                    tmp / "project",
-                    name=spec.project_name,
-                    vcs_tag_prefix=spec.vcs_tag_prefix,
-                    cutoff=spec.cutoff,
-                    release_hint=spec.release_hint,
-                    lookup=not self.offline,
-                    why=why,
-                )
+                    workspace, tmp / "project", name=spec.project_name,
+                    vcs_tag_prefix=spec.vcs_tag_prefix, cutoff=spec.cutoff,
+                    release_hint=spec.release_hint, lookup=not self.offline, why=why,
+                    sources=self.cache.sources, log_path=log_path,
+                )  # fmt: skip
                 pristine = project_files(tmp / "project")
             first_plan, plans = 0, max(1, len(spec.plans))
             asked: list[str] = []  # modules the project's build imported and nothing declared

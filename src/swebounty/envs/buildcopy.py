@@ -5,6 +5,8 @@ never works in the workspace itself. The copy is also made buildable the way a r
 time would have been, without touching what the tests see:
 - a version computed from git tags gets the tag of the release current at the cutoff
   (`releases.tag_release`): a tagless workspace builds as `0.1.dev1`;
+- sources its build would download, provided from the sources folder, are put where its build
+  looks for them (sources.py), else it builds against the system's libraries (switches.py);
 - setup.cfg's `[egg_info]` tags are dropped: `tag_build = .dev` with `tag_date = true` (sphinx
   before 2021) makes old setuptools write a version such as `3.1.0.dev20261123.dev-20261123`,
   which today's resolvers reject as invalid; the release version is what dependents expect.
@@ -22,6 +24,7 @@ from pathlib import Path
 from swebounty import safefs
 from swebounty.envs.projectfiles import read_config
 from swebounty.envs.releases import tag_release
+from swebounty.envs.sources import Sources, switch_name
 from swebounty.envs.switches import use_system_libraries
 from swebounty.repos import isolated_git_env
 from swebounty.submodules import copy_filled
@@ -31,9 +34,10 @@ log = logging.getLogger(__name__)
 _EGG_INFO_TAGS = ("tag_build", "tag_date", "tag_svn_revision")
 
 
-def copy_project(workspace: Path, dest: Path) -> None:
+def copy_project(workspace: Path, dest: Path, sources: Sources | None = None) -> list[str]:
     """A copy of the workspace to build from, so building never writes into it (egg-info,
-    build/). A local clone keeps .git, for setuptools_scm-style versions.
+    build/). A local clone keeps .git, for setuptools_scm-style versions. Returns what was
+    changed for the build to need no download, for the build's log.
 
     No `--local`: given explicitly, git dies when it cannot hardlink the objects instead of
     copying them, and a workspace in memory (/dev/shm) is on another filesystem than the
@@ -48,12 +52,22 @@ def copy_project(workspace: Path, dest: Path) -> None:
         )
         if proc.returncode == 0:
             copy_filled(workspace, dest)  # a clone leaves submodules empty
-            use_system_libraries(dest)  # switches.py: no download during the build
-            return
+            return no_downloads(dest, sources)
         log.warning("git clone of %s failed (%s); copying files", workspace, proc.stderr.strip())
         shutil.rmtree(dest, ignore_errors=True)
     shutil.copytree(workspace, dest, symlinks=True, ignore=shutil.ignore_patterns(".git"))
-    use_system_libraries(dest)
+    return no_downloads(dest, sources)
+
+
+def no_downloads(project: Path, sources: Sources | None) -> list[str]:
+    """The build copy's sources its build would download, from the sources folder where it
+    holds them (sources.py), else the system's libraries (switches.py)."""
+    provided = sources.place(project) if sources is not None else {}
+    notes = [f"build copy: build/{name} from the sources folder ({digest})"
+             for name, digest in provided.items()]  # fmt: skip
+    keep = {switch_name(name) for name in provided}
+    notes += [f"build copy: {done}" for done in use_system_libraries(project, keep)]
+    return notes
 
 
 def commit_copy(project: Path) -> bool:
@@ -101,10 +115,17 @@ def prepare(
     release_hint: str | None,
     lookup: bool,
     why: list[str],
+    sources: Sources | None = None,
+    log_path: Path | None = None,
 ) -> dict[str, str]:
-    """Make the build copy of `workspace` at `dest`; say in `why` what was changed. Returns
-    the variables that make a per-task install see the same version (see tag_release)."""
-    copy_project(workspace, dest)
+    """Make the build copy of `workspace` at `dest`; say in `why` what was changed (and in
+    the build log, which sources the build uses). Returns the variables that make a
+    per-task install see the same version (see tag_release)."""
+    notes = copy_project(workspace, dest, sources)
+    why += notes
+    if log_path is not None:
+        with log_path.open("a", encoding="utf-8") as fh:
+            fh.writelines(f"# {note}\n" for note in notes)
     if vcs_tag_prefix is not None and not (dest / ".git").exists() and commit_copy(dest):
         why.append("build copy: made a git repository, to be tagged")
     dropped = drop_egg_info_tags(dest)

@@ -8,6 +8,9 @@
     CACHE/locks/<key>.lock       flock files: one builder per spec and per environment
     CACHE/sdists/                old .tar.bz2/.tgz sdists repacked as .tar.gz (sdists.py)
 
+A build that uses sources the user provides (`sources`, sources.py: FreeType for matplotlib)
+has them in its spec's and its extensions' keys.
+
 An env_key hashes the interpreter and the lock, so specs that resolve to the same packages share
 one environment. `ready.json` is written last: a directory without it is a build that died and
 is removed by the next builder (which holds the lock) or by prune.
@@ -28,6 +31,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from swebounty.envs.sources import Sources
+
 log = logging.getLogger(__name__)
 
 SCHEMA = 1  # bump when the layout or the build recipe changes: old keys then miss
@@ -47,10 +52,22 @@ def digest(data: Any) -> str:
 
 
 class CacheLayout:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, sources: Sources | None = None) -> None:
         self.root = root
+        self.sources = sources  # the folder of sources builds would download, if any
         for sub in ("envs", "specs", "locks"):
             (root / sub).mkdir(parents=True, exist_ok=True)
+
+    def provided(self, project: Path) -> dict[str, str]:
+        """The sources folder's sources that `project`'s build would download (name ->
+        digest). {} without a folder, or when it holds none of them."""
+        return self.sources.for_project(project) if self.sources is not None else {}
+
+    def key_part(self, project: Path) -> dict[str, Any]:
+        """What a key of `project`'s build adds for the sources provided to it: nothing when
+        there are none, so that every other build keeps the key it had."""
+        provided = self.provided(project)
+        return {"sources": provided} if provided else {}
 
     def env_dir(self, env_key: str) -> Path:
         return self.root / "envs" / env_key

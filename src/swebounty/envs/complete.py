@@ -156,6 +156,7 @@ def complete(builder: Builder, env: Environment, modules: list[str], workspace: 
                     workspace, tmp / "project", name=spec.project_name,
                     vcs_tag_prefix=spec.vcs_tag_prefix, cutoff=spec.cutoff,
                     release_hint=spec.release_hint, lookup=not builder.offline, why=why,
+                    sources=builder.cache.sources, log_path=uvr.log_path,
                 )  # fmt: skip
                 pristine = project_files(tmp / "project")
             made = Candidates(builder.cache, interp, spec, cutoff, tmp, sdir, uvr, pristine,

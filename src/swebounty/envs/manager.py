@@ -21,6 +21,7 @@ from swebounty.envs.interpreters import Interpreter, discover
 from swebounty.envs.models import EnvBuildError, Environment, ResolvedSpec, TaskEnv
 from swebounty.envs.natives import NativeBuild, changed_inputs, ensure_native, place, rebuild_argv
 from swebounty.envs.overrides import Override, load_overrides
+from swebounty.envs.sources import Sources
 from swebounty.envs.spec import infer_spec, literal_spec
 from swebounty.envs.switches import system_library_env
 from swebounty.envs.tasklayer import make_layer, packaging_digest, pip_argv, replay
@@ -46,8 +47,12 @@ class EnvManager:
         overrides_path: Path | None = None,
         uv_bin: Path | None = None,
         share: bool = True,
+        sources_dir: Path | None = None,
     ) -> None:
-        self.cache = CacheLayout(Path(cache_dir))
+        # Sources the projects' builds would download, provided by the user (sources.py).
+        self.sources_dir = Path(sources_dir) if sources_dir is not None else None
+        sources = Sources(self.sources_dir) if self.sources_dir is not None else None
+        self.cache = CacheLayout(Path(cache_dir), sources)
         self.uv_bin = uv_bin  # default: the binary of the `uv` package swebounty depends on
         self.python_dirs = [Path(p) for p in python_dirs]
         self.offline = offline

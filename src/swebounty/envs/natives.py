@@ -28,6 +28,7 @@ import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -44,6 +45,7 @@ from swebounty.envs.cache import (
     write_json,
 )
 from swebounty.envs.failures import NOT_THE_SPEC, StepFailed
+from swebounty.envs.sources import Sources
 from swebounty.envs.steps import isolated_env
 from swebounty.envs.tasklayer import ProjectInstall, install_and_capture, project_files
 
@@ -118,7 +120,7 @@ def ensure_native(
     environment `env_key`: found, or made once whatever the number of tasks asking. Raises
     StepFailed("build the extensions", ...) when the base commit cannot build here."""
     inputs = tree_inputs(workspace)
-    key = _key(env_key, inputs, version_env)
+    key = _key(env_key, inputs, version_env, cache.key_part(workspace))
     home = cache.root / "natives" / key
     found = _ready(home)
     if found is not None:
@@ -131,11 +133,16 @@ def ensure_native(
         if failure is not None:
             raise StepFailed("build the extensions", "build", str(failure.get("output", "")))
         return _build(home, key, inputs, interpreter, version, shared_site, pip_version,
-                      version_env, spec_env, workspace, interpreter_prefix)  # fmt: skip
+                      version_env, spec_env, workspace, interpreter_prefix,
+                      cache.sources)  # fmt: skip
 
 
-def _key(env_key: str, inputs: dict[str, str], version_env: dict[str, str]) -> str:
-    return digest({"schema": SCHEMA, "env": env_key, "inputs": inputs, "vars": version_env})
+def _key(
+    env_key: str, inputs: dict[str, str], version_env: dict[str, str], sources: dict[str, Any]
+) -> str:
+    """`sources`: the sources provided to the build (CacheLayout.key_part)."""
+    data = {"schema": SCHEMA, "env": env_key, "inputs": inputs, "vars": version_env}
+    return digest(data | sources)
 
 
 def seed(
@@ -150,7 +157,7 @@ def seed(
     """Keep what the environment build compiled in `project` (its copy of `workspace`) as the
     build of `workspace`'s tree: the first task of a spec then builds nothing more."""
     inputs = tree_inputs(workspace)
-    key = _key(env_key, inputs, version_env)
+    key = _key(env_key, inputs, version_env, cache.key_part(workspace))
     home = cache.root / "natives" / key
     with cache.lock(f"native-{key}"):
         if _ready(home) is None:
@@ -166,7 +173,8 @@ def built(
     spec whose base commit differs from another's only outside the build inputs (a day later,
     so its own spec) gets the same environment, and its environment build places this one
     rather than compile the tree again."""
-    return _ready(cache.root / "natives" / _key(env_key, tree_inputs(workspace), version_env))
+    key = _key(env_key, tree_inputs(workspace), version_env, cache.key_part(workspace))
+    return _ready(cache.root / "natives" / key)
 
 
 def _ready(home: Path) -> NativeBuild | None:
@@ -195,6 +203,7 @@ def _build(
     spec_env: dict[str, str],
     workspace: Path,
     interpreter_prefix: Path | None,
+    sources: Sources | None,
 ) -> NativeBuild:
     started = time.monotonic()
     safefs.remove_tree(home)
@@ -204,7 +213,9 @@ def _build(
     with tempfile.TemporaryDirectory(prefix="swebounty-native-") as tmpdir:
         tmp = Path(tmpdir)
         project = tmp / "project"
-        buildcopy.copy_project(workspace, project)
+        notes = buildcopy.copy_project(workspace, project, sources)
+        with log_path.open("a", encoding="utf-8") as fh:
+            fh.writelines(f"# {note}\n" for note in notes)  # which sources the build used
         env = isolated_env({"PIP_NO_INDEX": "1", "HOME": str(tmp), **spec_env, **version_env})
         try:
             info = install_and_capture(

@@ -17,7 +17,10 @@ there: a build that lacks one fails naming its header (`failures.native_cause`; 
 libfreetype-dev and libqhull-dev).
 
 Image tests whose baselines were drawn with FreeType 2.6.1 may differ with the system's
-FreeType (docs/results/swebench-scientific.md says what was measured).
+FreeType (docs/results/swebench-scientific.md says what was measured). A source the user
+provides (sources.py: a folder of NAME-VERSION trees or tarballs, FreeType 2.6.1 among them)
+is placed in the build copy instead, and its `system_NAME` switch is then not forced; the
+install in the sandbox still builds against the system's libraries.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import configparser
 import io
 import logging
 import re
+from collections.abc import Collection
 from pathlib import Path
 from typing import NamedTuple
 
@@ -72,12 +76,18 @@ def system_library_options(project: Path) -> Switches | None:
     return None
 
 
-def use_system_libraries(project: Path) -> list[str]:
+def use_system_libraries(project: Path, keep: Collection[str] = ()) -> list[str]:
     """In a build copy: set every `system_*` option of the project's build configuration file
-    to true (keeping what else the file says). Returns the options set, for the build's log."""
+    to true (keeping what else the file says), but those in `keep` (a source provided for
+    them: sources.py). Returns what was set, for the build's log."""
     found = system_library_options(project)
     if found is None:
         return []
+    if keep:
+        options = {s: [o for o in names if o not in keep] for s, names in found.options.items()}
+        found = found._replace(options={s: names for s, names in options.items() if names})
+        if not found.options:
+            return []
     text, done = _configured(project, found)
     safefs.write_beneath(project, found.filename, text.encode())
     log.info("build copy %s: %s", project, "; ".join(done))

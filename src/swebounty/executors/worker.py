@@ -64,6 +64,7 @@ class WorkerSpec(BaseModel):
     timeout_s: float = 1800.0
     test_limit_s: float | None = DEFAULT_TEST_LIMIT_S
     python_dirs: tuple[str, ...] = ()
+    sources_dir: str | None = None  # envs/sources.py: the same path on every node
     offline: bool = False
     keep_test_infra: bool = False
     base_failures: BaseFailures = "network"
@@ -83,6 +84,7 @@ class WorkerSpec(BaseModel):
             timeout_s=ctx.policy.timeout_s,
             test_limit_s=ctx.policy.test_limit_s,
             python_dirs=tuple(str(p) for p in ctx.envs.python_dirs),
+            sources_dir=str(ctx.envs.sources_dir) if ctx.envs.sources_dir else None,
             offline=ctx.envs.offline,
             keep_test_infra=ctx.keep_test_infra,
             base_failures=ctx.base_failures,
@@ -152,6 +154,7 @@ def worker_context(spec: WorkerSpec) -> EvalContext:
                 timeout_s=spec.timeout_s,
                 test_limit_s=spec.test_limit_s,
                 python_dirs=[Path(p) for p in spec.python_dirs],
+                sources_dir=_path(spec.sources_dir),
                 offline=spec.offline,
                 keep_test_infra=spec.keep_test_infra,
                 base_failures=spec.base_failures,
