@@ -1,7 +1,8 @@
 """A stand-in for uv over a tiny fake index, for environment tests that must run offline:
 `pip compile` pins every requested name at 1.0 (less `--excludes`; a name starting `missing`
 does not exist), `pip install` writes a module per pin (those named broken* raise RuntimeError
-on import, as cfgrib does without the ecCodes library), and the venv gets a copy of the host's pytest."""
+on import, as cfgrib does without the ecCodes library; one named nobuild* fails the install, as
+an sdist that cannot build here), and the venv gets a copy of the host's pytest."""
 
 from __future__ import annotations
 
@@ -53,7 +54,12 @@ if args[:2] == ["pip", "install"]:
             shutil.copytree(found, os.path.join(site, top), symlinks=True)
         elif os.path.isfile(found):
             shutil.copy(found, site)
-    for line in open(args[args.index("-r") + 1]).read().split():
+    pins = open(args[args.index("-r") + 1]).read().split()
+    for name in (line.split("==")[0] for line in pins):
+        if name.startswith("nobuild"):  # an sdist whose build needs what the machine lacks
+            sys.stderr.write("error: Failed to build `" + name + "==1.0`\\n")
+            sys.exit(1)
+    for line in pins:
         name = line.split("==")[0]
         if "==" not in line or name in BASE:
             continue

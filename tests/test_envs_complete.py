@@ -95,6 +95,29 @@ def test_complete_adds_the_distribution_and_the_spec_keeps_it(tmp_path: Path) ->
     assert not fresh.complete(again, ["extralib", "missingdist"], ws)
 
 
+def test_one_that_cannot_install_does_not_keep_out_its_alternative(tmp_path: Path) -> None:
+    """matplotlib's Cairo tests skip "requires that pycairo>=1.11.0 or cairocffi is
+    installed": pycairo's sdist cannot build without cairo's headers, cairocffi can be had.
+    The try with both fails to install; each alone then, the first that installs kept."""
+    reason = "cairo backend requires that pycairo>=1.11.0 or cairocffi is installed"
+    assert wanted_modules([reason], tmp_path, set()) == ["pycairo", "cairocffi"]
+    ws = _env_repo(tmp_path)
+    manager = EnvManager(tmp_path / "cache", uv_bin=fake_uv(tmp_path), offline=True)
+    the_spec = spec([DepSet(label="all extras", lines=["six"])])
+    env = manager.ensure(the_spec, ws)
+    assert manager.complete(env, ["nobuildcairo", "cairoalt", "extralib"], ws)
+    again = manager.ensure(the_spec, ws)
+    assert "cairoalt==1.0" in again.lock and "nobuildcairo" not in again.lock
+    assert "extralib" not in again.lock  # not tried alone yet: asked for in the next round
+    why = "\n".join(again.why)
+    assert "completion: installing nobuildcairo, cairoalt, extralib failed" in why
+    assert "completion: installing nobuildcairo failed" in why
+    assert manager.complete(again, ["nobuildcairo", "extralib"], ws)  # the next round
+    last = manager.ensure(the_spec, ws)
+    assert "extralib==1.0" in last.lock and "cairoalt==1.0" in last.lock
+    assert not manager.complete(last, ["nobuildcairo"], ws)  # asked for once
+
+
 def _task() -> Task:
     return Task(instance_id="o__p-1", repo="o/p", base_commit="a" * 40, test_patch="t",
                 FAIL_TO_PASS=["tests/test_a.py::test_f"],

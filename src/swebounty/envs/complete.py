@@ -17,7 +17,7 @@ import re
 import tempfile
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from packaging.utils import canonicalize_name
 
@@ -27,11 +27,11 @@ from swebounty.envs.cache import read_json, write_json
 from swebounty.envs.candidate import Candidates
 from swebounty.envs.environment import read_environment
 from swebounty.envs.failures import StepFailed
-from swebounty.envs.interpreters import find
+from swebounty.envs.interpreters import Interpreter, find
 from swebounty.envs.models import Environment, ResolvedSpec
 from swebounty.envs.natives import seed
 from swebounty.envs.probe import IMPORT_NAMES, KEEP, STDLIB_HINT, top_level_owners
-from swebounty.envs.repair import NOTE_PREFIX
+from swebounty.envs.repair import NOTE_PREFIX, Built
 from swebounty.envs.steps import Uv, lock_allowances, with_allowances
 from swebounty.envs.tasklayer import project_files
 
@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 MAX_MODULES = 8  # asked for at once: a skip reason is not a requirements file
 _IDENT = r"([A-Za-z_][\w.]*)"
 # How skip reasons name a module the tests wanted (pytest.importorskip, `requires X` markers,
-# astropy's `HAS_X` conditions, "X is not installed").
+# astropy's `HAS_X` conditions, "X is not installed", "requires that X or Y is installed").
 _REASONS = [
     (re.compile(rf"No module named '?{_IDENT}'?"), False),
     (re.compile(rf"could not import '?{_IDENT}'?"), False),
@@ -52,6 +52,12 @@ _REASONS = [
     (re.compile(rf"'?{_IDENT}'? (?:is |are )?(?:not installed|not available|unavailable)"), False),
     (re.compile(rf"'?{_IDENT}'? (?:is )?required", re.I), False),
     (re.compile(rf"\bwithout '?{_IDENT}'?", re.I), False),
+    # matplotlib's "requires that pycairo>=1.11.0 or cairocffi is installed": both, in order
+    (
+        re.compile(rf"\brequires? that '?{_IDENT}'?\S*(?: or '?[\w.]+'?\S*)? (?:is|are) installed"),
+        False,
+    ),
+    (re.compile(rf"\brequires? that \S+ or '?{_IDENT}'?\S* (?:is|are) installed"), False),
     (re.compile(r"\bnot HAS_([A-Z][A-Z0-9_]*)\b"), True),  # astropy's skipif('not HAS_SCIPY')
 ]
 _NOT_MODULES = {"python", "network", "internet", "a", "an", "the", "this", "it", "that"}
@@ -141,49 +147,21 @@ def complete(builder: Builder, env: Environment, modules: list[str], workspace: 
         at = record.get("cutoff")
         cutoff = datetime.fromisoformat(at) if at else spec.cutoff
         why: list[str] = []
-        with tempfile.TemporaryDirectory(prefix="swebounty-complete-") as tmpdir:
-            tmp = Path(tmpdir)
-            lock = _resolve(uvr, interp.executable, record["lock"], new, cutoff, tmp, tried, why)
-            if lock is None:
-                record["completion"] = tried
-                record["why"] = [*record.get("why", []), *why]
-                write_json(sdir / "record.json", record)
-                return False
-            version_env: dict[str, str] = {}
-            pristine = None
-            if spec.install_project:
-                version_env = buildcopy.prepare(
-                    workspace, tmp / "project", name=spec.project_name,
-                    vcs_tag_prefix=spec.vcs_tag_prefix, cutoff=spec.cutoff,
-                    release_hint=spec.release_hint, lookup=not builder.offline, why=why,
-                    sources=builder.cache.sources, log_path=uvr.log_path,
-                )  # fmt: skip
-                pristine = project_files(tmp / "project")
-            made = Candidates(builder.cache, interp, spec, cutoff, tmp, sdir, uvr, pristine,
-                              version_env, workspace)  # fmt: skip
-            if keeps_pins(record["lock"], lock):
-                # Built against the very same packages: the tree's extensions need not be
-                # compiled again for the additions (scikit-learn: 600 s more per task).
-                made.natives_from = env.key
-            try:
-                built = made.make(lock)
-            except StepFailed as exc:
-                why.append(f"completion: installing it failed: {exc.describe()} ({exc.kind})")
-                tried.update((m, "failed to install") for m in new)
-                built = None
-            before = record.get("collection")
-            if built is not None and before and list(built.probe.badness) > list(before):
-                why.append(f"completion: not kept, {built.probe.describe()}")
-                tried.update((m, "made collection worse") for m in new)
-                built = None
-            if built is None:
-                record["completion"] = tried
-                record["why"] = [*record.get("why", []), *why]
-                write_json(sdir / "record.json", record)
-                return False
-            if built.info is not None and built.info.natives:  # as build.py: the tree's
-                seed(builder.cache, env_key=built.env_key, workspace=workspace,
-                     project=tmp / "project", info=built.info, version_env=version_env)  # fmt: skip
+        attempt = _Attempt(builder, env, workspace, record, interp, uvr, cutoff, tried, why)
+        built = attempt.make(new)
+        if built is None and attempt.install_failed and len(new) > 1:
+            # One distribution that cannot build here (pycairo without cairo's headers) must
+            # not keep out the others (cairocffi, its alternative): each alone, in order, the
+            # first that installs is kept; the rest are asked for again in the next round.
+            for module in new:
+                built = attempt.make([module])
+                if built is not None:
+                    break
+        if built is None:
+            record["completion"] = tried
+            record["why"] = [*record.get("why", []), *why]
+            write_json(sdir / "record.json", record)
+            return False
         why.append(f"completion: environment {built.env_key} replaces {env.key}")
         record.update(
             env_key=built.env_key,
@@ -199,6 +177,71 @@ def complete(builder: Builder, env: Environment, modules: list[str], workspace: 
             builder.memo[key] = read_environment(edir, sdir, key, spec, record)
     log.info("environment of spec %s completed: %s", key, "; ".join(why))
     return True
+
+
+class _Attempt:
+    """Tries at the spec's environment with some modules' distributions added: each resolved,
+    installed with the project over it and probed, in a folder of its own."""
+
+    def __init__(self, builder: Builder, env: Environment, workspace: Path,
+                 record: dict[str, Any], interp: Interpreter, uvr: Uv,
+                 cutoff: datetime | None, tried: dict[str, str], why: list[str]) -> None:  # fmt: skip
+        self.builder, self.env, self.workspace, self.record = builder, env, workspace, record
+        self.interp, self.uvr, self.cutoff, self.tried, self.why = interp, uvr, cutoff, tried, why
+        self.install_failed = False  # the last try resolved, but its install (a build) failed
+
+    def make(self, modules: list[str]) -> Built | None:
+        """The environment with `modules` added, or None (`tried` and `why` say why). A try
+        of several that fails to install leaves them untried, to be tried alone."""
+        builder, env, record, why, tried = self.builder, self.env, self.record, self.why, self.tried
+        spec = env.spec
+        assert isinstance(spec, ResolvedSpec)
+        self.install_failed = False
+        with tempfile.TemporaryDirectory(prefix="swebounty-complete-") as tmpdir:
+            tmp = Path(tmpdir)
+            lock = _resolve(self.uvr, self.interp.executable, record["lock"], modules,
+                            self.cutoff, tmp, tried, why)  # fmt: skip
+            if lock is None:
+                return None
+            version_env: dict[str, str] = {}
+            pristine = None
+            if spec.install_project:
+                version_env = buildcopy.prepare(
+                    self.workspace, tmp / "project", name=spec.project_name,
+                    vcs_tag_prefix=spec.vcs_tag_prefix, cutoff=spec.cutoff,
+                    release_hint=spec.release_hint, lookup=not builder.offline, why=why,
+                    sources=builder.cache.sources, log_path=self.uvr.log_path,
+                )  # fmt: skip
+                pristine = project_files(tmp / "project")
+            made = Candidates(builder.cache, self.interp, spec, self.cutoff, tmp,
+                              builder.cache.spec_dir(env.spec_key or ""), self.uvr, pristine,
+                              version_env, self.workspace)  # fmt: skip
+            if keeps_pins(record["lock"], lock):
+                # Built against the very same packages: the tree's extensions need not be
+                # compiled again for the additions (scikit-learn: 600 s more per task).
+                made.natives_from = env.key
+            added = [m for m in modules if tried.get(m) == "added"]
+            try:
+                built = made.make(lock)
+            except StepFailed as exc:
+                why.append(f"completion: installing {', '.join(map(distribution, added))} "
+                           f"failed: {exc.describe()} ({exc.kind})")  # fmt: skip
+                self.install_failed = True
+                for m in added:
+                    if len(added) == 1:
+                        tried[m] = "failed to install"
+                    else:
+                        tried.pop(m, None)
+                return None
+            before = record.get("collection")
+            if before and list(built.probe.badness) > list(before):
+                why.append(f"completion: not kept, {built.probe.describe()}")
+                tried.update((m, "made collection worse") for m in added)
+                return None
+            if built.info is not None and built.info.natives:  # as build.py: the tree's
+                seed(builder.cache, env_key=built.env_key, workspace=self.workspace,
+                     project=tmp / "project", info=built.info, version_env=version_env)  # fmt: skip
+            return built
 
 
 def _resolve(
