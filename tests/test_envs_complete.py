@@ -118,6 +118,24 @@ def test_one_that_cannot_install_does_not_keep_out_its_alternative(tmp_path: Pat
     assert not manager.complete(last, ["nobuildcairo"], ws)  # asked for once
 
 
+def test_a_completion_made_by_another_process_is_the_one_this_one_runs_in(
+    tmp_path: Path,
+) -> None:
+    """Two evaluations in one home (a gold run beside an empty one, Ray workers) each remember
+    the spec's environment. When the other completed it, this one must run the tests again in
+    the completed environment, not in the one it remembers (matplotlib-24149: three rounds in
+    the old environment, its pandas skips held against the reference patch)."""
+    ws = _env_repo(tmp_path)
+    the_spec = spec([DepSet(label="all extras", lines=["six"])])
+    mine = EnvManager(tmp_path / "cache", uv_bin=fake_uv(tmp_path), offline=True)
+    other = EnvManager(tmp_path / "cache", uv_bin=fake_uv(tmp_path), offline=True)
+    remembered = mine.ensure(the_spec, ws)
+    assert other.complete(other.ensure(the_spec, ws), ["extralib"], ws)
+    assert mine.complete(remembered, ["extralib"], ws)  # completed meanwhile: run again
+    again = mine.ensure(the_spec, ws)
+    assert again.key != remembered.key and "extralib==1.0" in again.lock
+
+
 def _task() -> Task:
     return Task(instance_id="o__p-1", repo="o/p", base_commit="a" * 40, test_patch="t",
                 FAIL_TO_PASS=["tests/test_a.py::test_f"],

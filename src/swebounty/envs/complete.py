@@ -23,7 +23,7 @@ from packaging.utils import canonicalize_name
 
 from swebounty import safefs
 from swebounty.envs import buildcopy
-from swebounty.envs.cache import read_json, write_json
+from swebounty.envs.cache import READY, read_json, write_json
 from swebounty.envs.candidate import Candidates
 from swebounty.envs.environment import read_environment
 from swebounty.envs.failures import StepFailed
@@ -129,7 +129,15 @@ def complete(builder: Builder, env: Environment, modules: list[str], workspace: 
         if record is None:
             return False
         if record["env_key"] != env.key:
-            return True  # another evaluation completed it meanwhile
+            # Another evaluation completed it meanwhile, maybe in another process (a run
+            # beside this one in the same home, a Ray worker): this one's memo must give the
+            # new environment too, or the tests would run again in the old one.
+            edir = builder.cache.env_dir(record["env_key"])
+            if read_json(edir / READY) is None:
+                return False
+            with builder.guard:
+                builder.memo[key] = read_environment(edir, sdir, key, spec, record)
+            return True
         tried: dict[str, str] = dict(record.get("completion", {}))
         new = [m for m in modules if m not in tried]
         if not new:
