@@ -245,3 +245,58 @@ def test_what_the_build_left_is_kept_only_as_regular_files(tmp_path: Path) -> No
     ]
     held = [p.read_bytes() for p in store.rglob("*") if p.is_file() and not p.is_symlink()]
     assert not any(b"PRIVATE KEY" in data for data in held)
+
+
+# What setuptools' editable install (develop, PEP 660) writes in NAME-nspkg.pth for a project
+# declaring namespace_packages=["nsp"], its packages under ROOT (setuptools 67, verbatim).
+NSPKG_LINE = (
+    "import sys, types, os;has_mfs = sys.version_info > (3, 5);p = os.path.join(ROOT, "
+    "*('nsp',));importlib = has_mfs and __import__('importlib.util');has_mfs and "
+    "__import__('importlib.machinery');m = has_mfs and sys.modules.setdefault('nsp', "
+    "importlib.util.module_from_spec(importlib.machinery.PathFinder.find_spec('nsp', "
+    "[os.path.dirname(p)])));m = m or sys.modules.setdefault('nsp', types.ModuleType('nsp'));"
+    "mp = (m or []) and m.__dict__.setdefault('__path__',[]);(p not in mp) and mp.append(p)\n"
+)
+
+
+def test_namespace_package_lines_are_replayed_rooted_in_the_workspace(tmp_path: Path) -> None:
+    """A project declaring setuptools namespace packages gets a NAME-nspkg.pth of code from its
+    editable install: it was an 'import hook' that sent every task to pip in its sandbox (which
+    rebuilt the extensions against the system's libraries). The template is recognised and
+    written again for the workspace; the namespace's __init__.py is still never run."""
+
+    def make(root: Path, where: str) -> None:
+        make_project(root)
+        (root / "src" / "nsp" / "sub").mkdir(parents=True)
+        (root / "src" / "nsp" / "__init__.py").write_text("raise RuntimeError('declared')\n")
+        (root / "src" / "nsp" / "sub" / "__init__.py").write_text(f"WHERE = {where!r}\n")
+
+    base = tmp_path / "copy"
+    make(base, "base")
+    layer = tmp_path / "layer"
+    make_layer(layer, INTERP, VERSION, tmp_path / "none")
+    fake_install(layer, base, "pth")
+    nspkg_pth = site_packages(layer, MINOR) / "proj-1.2-nspkg.pth"
+    nspkg_pth.write_text(NSPKG_LINE.replace("ROOT", repr(str(base / "src"))))
+    assert run(layer / "bin" / "python", "import nsp.sub; print(nsp.sub.WHERE)") == "base"
+    info = capture(layer, MINOR, base, tmp_path / "store")
+    assert info.mode == "pth", info.why
+    assert info.namespaces == {"nsp": "src"} and info.roots == ["src"]
+
+    ws = tmp_path / "ws"
+    make(ws, "workspace")
+    task_layer = tmp_path / "task-layer"
+    python = make_layer(task_layer, INTERP, VERSION, tmp_path / "none")
+    replay(task_layer, MINOR, info, tmp_path / "store", ws)
+    assert run(python, "import nsp.sub, proj; print(nsp.sub.WHERE, proj.WHERE)") == (
+        "workspace base"
+    )
+
+    # Rooted outside the project, or anything added to the line: a real install per task.
+    nspkg_pth.write_text(NSPKG_LINE.replace("ROOT", repr(str(tmp_path / "elsewhere"))))
+    info = capture(layer, MINOR, base, tmp_path / "store")
+    assert info.mode == "pip" and "outside the project" in info.why
+    line = NSPKG_LINE.replace("ROOT", repr(str(base / "src")))
+    nspkg_pth.write_text(line.rstrip("\n") + ";__import__('os').system('true')\n")
+    info = capture(layer, MINOR, base, tmp_path / "store")
+    assert info.mode == "pip" and "import hook" in info.why

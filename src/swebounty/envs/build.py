@@ -72,8 +72,9 @@ log = logging.getLogger(__name__)
 # 10: of the month's releases of direct dependencies, only the project's companions;
 # 11: the base commit's tests collected in every new environment, repaired (repair.py);
 # 12: compiled extensions built once per tree of build inputs (natives.py), not per task;
-# 13: numpy, scipy, pandas never built from source while an older interpreter remains.
-PROJECT_RECIPE = 13
+# 13: numpy, scipy, pandas never built from source while an older interpreter remains;
+# 14: setuptools' namespace-package .pth lines replayed (nspkg.py), not a per-task install.
+PROJECT_RECIPE = 14
 
 # Failures an older interpreter (wheels of its time), then a smaller plan, may get past.
 _OLDER_MAY_FIX = ("build", "python", "sdist")

@@ -29,12 +29,13 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from swebounty import safefs
-from swebounty.envs import buildbox, buildoutput
+from swebounty.envs import buildbox, buildoutput, nspkg
 from swebounty.envs.failures import NOT_THE_SPEC, StepFailed
 
 log = logging.getLogger(__name__)
 
 SHARED_PTH = "_swebounty_shared.pth"
+NSPKG_PTH = "_swebounty_nspkg.pth"  # setuptools' namespace packages, rooted in the workspace
 PROJECT_PTH = "_swebounty_project.pth"
 PACKAGING_FILES = ("setup.py", "setup.cfg", "pyproject.toml")
 MAX_PACKAGING_BYTES = 16 << 20
@@ -58,6 +59,7 @@ class ProjectInstall(BaseModel):
     # `write_to`, ...), relative; the workspace gets the build's copy when it has none
     natives: list[str] = []  # compiled extensions the install built, relative (natives.py
     # builds them once per tree of build inputs; each task gets a copy)
+    namespaces: dict[str, str] = {}  # namespace package -> its root, relative (nspkg.py)
     why: str = ""
 
 
@@ -160,6 +162,7 @@ def capture(
     sp = site_packages(layer, minor)
     info = ProjectInstall(packaging_digest=packaging_digest(project))
     roots: set[Path] = set()
+    namespaces: dict[str, Path] = {}
     problems: list[str] = []
     # The layer holds what the repository's build wrote: read as regular files (buildoutput).
     for link in sp.glob("*.egg-link"):  # legacy `setup.py develop`
@@ -174,6 +177,9 @@ def capture(
             if not line or line.startswith("#"):
                 continue
             if line.startswith(("import ", "import\t")):
+                if (declared := nspkg.parse(line)) is not None:
+                    namespaces[declared[1]] = Path(declared[0]).resolve()
+                    continue
                 mapped = _finder_roots(sp, line)
                 if mapped is None:
                     problems.append(f"{pth.name} runs an import hook swebounty cannot replay")
@@ -190,6 +196,7 @@ def capture(
             rel_roots.append(root.relative_to(project).as_posix() or ".")
         except ValueError:
             problems.append(f"import root {root} is outside the project")
+    info.namespaces = nspkg.relative(namespaces, project, problems)
     if meta is not None:
         dest = store / meta.name
         if dest.exists():
@@ -297,6 +304,8 @@ def replay(layer: Path, minor: str, info: ProjectInstall, store: Path, workspace
     # Not resolved: a link the patch planted must not move an import root.
     roots = [os.path.normpath(workspace / r) for r in info.roots]
     (sp / PROJECT_PTH).write_text("".join(r + "\n" for r in roots), encoding="utf-8")
+    if info.namespaces:
+        (sp / NSPKG_PTH).write_text(nspkg.rooted(info.namespaces, workspace), encoding="utf-8")
     if info.meta_dir:
         shutil.copytree(store / info.meta_dir, sp / info.meta_dir)
     python = layer / "bin" / "python"
