@@ -300,3 +300,19 @@ def test_namespace_package_lines_are_replayed_rooted_in_the_workspace(tmp_path: 
     nspkg_pth.write_text(line.rstrip("\n") + ";__import__('os').system('true')\n")
     info = capture(layer, MINOR, base, tmp_path / "store")
     assert info.mode == "pip" and "import hook" in info.why
+
+
+def test_a_namespace_root_in_a_link_loop_is_a_problem_not_a_crash(tmp_path: Path) -> None:
+    """The root comes from the repository's build: a loop of links there sends the project to
+    pip (a problem), it does not stop the environment build."""
+    from swebounty.envs import nspkg
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "a").symlink_to(project / "b")
+    (project / "b").symlink_to(project / "a")
+    (project / "lib").mkdir()
+    problems: list[str] = []
+    found = {"ns": project / "a" / "x", "ok": project / "lib"}
+    assert nspkg.relative(found, project, problems) == {"ok": "lib"}
+    assert problems == ["namespace package ns is outside the project"]

@@ -80,9 +80,9 @@ def relative(found: dict[str, Path], project: Path, problems: list[str]) -> dict
     it is a problem (replay could not move it to the workspace)."""
     out: dict[str, str] = {}
     for package, root in sorted(found.items()):
-        try:
-            out[package] = root.relative_to(project.resolve()).as_posix() or "."
-        except ValueError:
+        try:  # the root is the repository's build's word: a link loop must not stop the build
+            out[package] = root.resolve().relative_to(project.resolve()).as_posix() or "."
+        except (ValueError, OSError, RuntimeError):
             problems.append(f"namespace package {package} is outside the project")
     return out
 

@@ -178,7 +178,7 @@ def capture(
                 continue
             if line.startswith(("import ", "import\t")):
                 if (declared := nspkg.parse(line)) is not None:
-                    namespaces[declared[1]] = Path(declared[0]).resolve()
+                    namespaces[declared[1]] = Path(declared[0])
                     continue
                 mapped = _finder_roots(sp, line)
                 if mapped is None:
